@@ -1,0 +1,30 @@
+# Helpers that keep every target built the same way: C++20, the project's warnings, and tests
+# registered with CTest through GoogleTest's discovery.
+
+function(depl_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
+                         $<$<BOOL:${DEPL_WERROR}>:-Werror>)
+endfunction()
+
+# depl_add_library(NAME SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# Public headers live in <dir>/include; sources in <dir>/src.
+function(depl_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  target_compile_features(${name} PUBLIC cxx_std_20)
+  depl_warnings(${name})
+endfunction()
+
+# depl_add_test(NAME SOURCES ... LIBS ... [LABELS ...])
+function(depl_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE DEPL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                             DEPL_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  depl_warnings(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()

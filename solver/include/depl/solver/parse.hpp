@@ -1,0 +1,42 @@
+// Reads a DependableTrainingJob manifest and a pools file into a validated Problem. This is the
+// solver's one entry point for outside input: every rule of docs/depl-model.md is checked here,
+// and each failure names the field path and the rule
+// ("spec.models[1].lossProfile.decayPerEpoch: must be in (0,1), got 1.2"). Never throws.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "depl/common/expected.hpp"
+#include "depl/solver/problem.hpp"
+
+namespace depl::solver {
+
+// All the problems found in one input, in document order (validation does not stop at the
+// first one, so a user can fix everything in one go).
+struct ValidationError {
+  std::vector<std::string> messages;
+  std::string joined() const;  // one message per line
+};
+
+// The job part of a Problem (everything but pools), from the manifest's YAML text.
+// `source` names the file in messages ("job.yaml: ...") when not empty.
+Expected<Problem, ValidationError> parse_job_yaml(std::string_view yaml, std::string_view source = "");
+// The same from an already-parsed object (the controller reads custom resources as JSON).
+// `object` is the whole DependableTrainingJob (apiVersion, kind, metadata, spec).
+Expected<Problem, ValidationError> parse_job_json(const nlohmann::json& object);
+
+// `pools: [...]` from a pools file's YAML text.
+Expected<std::vector<Pool>, ValidationError> parse_pools_yaml(std::string_view yaml,
+                                                              std::string_view source = "");
+Expected<std::vector<Pool>, ValidationError> parse_pools_json(const nlohmann::json& object);
+
+// Checks the cross-references between a job and pools (dataset locality and interPool naming
+// pools that exist are warnings, not errors: pools come and go in a live cluster) and returns
+// the combined Problem. Fails only on what makes the pair unusable (no pools at all).
+Expected<Problem, ValidationError> combine(Problem job, std::vector<Pool> pools);
+
+}  // namespace depl::solver

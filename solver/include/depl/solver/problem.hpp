@@ -1,0 +1,107 @@
+// The input of the DepL solver: a job (target, datasets, model variants, allowed switches,
+// training limits) and the node pools it may use. Plain values; see docs/depl-model.md for the
+// meaning of every field. A Problem is assumed valid (parse_problem validates it once).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace depl::solver {
+
+enum class Guarantee { Gaussian, DistributionFree };
+
+struct Target {
+  double loss = 0;                              // L*
+  double probability = 0.9;                     // p
+  std::optional<double> deadline_seconds;       // T_max
+  std::optional<double> budget;                 // C_max
+  Guarantee guarantee = Guarantee::Gaussian;
+};
+
+struct Dataset {
+  std::string name;
+  std::int64_t samples = 0;               // n_d
+  double quality = 1.0;                   // q_d
+  double size_bytes = 0;                  // b_d
+  std::vector<std::string> locality;      // pools where d is local; empty = remote storage
+};
+
+struct LossProfile {
+  double initial_loss = 0;       // l0_v
+  double floor_loss = 0;         // f_v
+  double decay_per_epoch = 0.5;  // r_v
+  double noise_stddev = 0;       // sigma_v
+  double reference_samples = 0;  // N_ref_v, resolved at parse time (default E(all datasets))
+  double data_exponent = 0;      // alpha_v
+};
+
+struct ModelVariant {
+  std::string name;
+  std::string image;
+  double compute_per_sample_gflop = 0;  // w_v
+  double parameter_bytes = 0;           // P_v
+  int gpus_per_worker = 1;              // g_v
+  LossProfile loss;
+};
+
+struct Switch {
+  std::string from;
+  std::string to;
+  double jump_mean = 0;         // j
+  double jump_stddev = 0;       // s_j
+  double overhead_seconds = 0;  // tau
+};
+
+struct Training {
+  int batch_size = 256;  // B
+  int max_epochs = 200;  // H
+  int max_switches = 2;  // S
+  int min_workers = 1;
+  int max_workers = 8;
+};
+
+struct Pool {
+  std::string name;
+  std::string gpu_type;
+  int gpus = 0;                          // G_k
+  double gpu_gflops = 0;                 // F_k
+  double price_per_gpu_hour = 0;         // pi_k
+  double bandwidth = 0;                  // beta_k, bytes/s inside the pool
+  double storage_bandwidth = 0;          // beta_obj_k, bytes/s from remote storage
+  double startup_seconds = 0;            // u_k
+  std::map<std::string, double> inter_pool;  // source pool name -> bytes/s into this pool
+  int nodes = 0;                         // informational (0 = not given)
+  int gpus_per_node = 0;                 // informational (0 = not given)
+};
+
+// Where a job already is when it is re-planned mid-run: the variant and pool of the phase that
+// was running and the observed loss (variance 0 at an observed point). Epoch, switch, time and
+// budget allowances in the Problem are then the *remaining* ones.
+struct StartState {
+  std::string model;
+  std::string pool;  // empty: no pool yet (data must be staged)
+  double loss_mean = 0;
+  double loss_variance = 0;
+};
+
+struct Problem {
+  Target target;
+  std::vector<Dataset> datasets;
+  std::vector<ModelVariant> models;
+  std::vector<Switch> switching;
+  Training training;
+  std::vector<Pool> pools;
+  std::optional<StartState> start;
+
+  // Lookups by name; -1 when absent.
+  int model_index(const std::string& name) const;
+  int pool_index(const std::string& name) const;
+  int dataset_index(const std::string& name) const;
+  // The listed switch from -> to, or nullptr when that switch is not allowed.
+  const Switch* find_switch(const std::string& from, const std::string& to) const;
+};
+
+}  // namespace depl::solver

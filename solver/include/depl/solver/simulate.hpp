@@ -1,0 +1,42 @@
+// Monte Carlo simulation of a plan (docs/depl-model.md section 5): draws independent runs of
+// the loss process and reports how often the target was reached, with a Wilson 95% interval.
+// Seeded and deterministic for a given seed.
+#pragma once
+
+#include <cstdint>
+
+#include "depl/solver/plan.hpp"
+#include "depl/solver/problem.hpp"
+
+namespace depl::solver {
+
+enum class Noise { Gaussian, StudentT3 };
+
+struct SimulationOptions {
+  int runs = 10'000;
+  std::uint64_t seed = 1;
+  Noise noise = Noise::Gaussian;
+};
+
+struct SimulationResult {
+  int runs = 0;
+  int reached = 0;             // runs whose final loss <= L*
+  double probability = 0;      // reached / runs
+  double interval_low = 0;     // Wilson 95% interval
+  double interval_high = 0;
+  double standard_error = 0;   // sqrt(p (1-p) / runs)
+  double mean_final_loss = 0;
+  double predicted_probability = 0;  // the evaluator's figure for the same plan
+};
+
+SimulationResult simulate(const Problem& problem, const Plan& plan,
+                          const SimulationOptions& options = {});
+
+// Wilson score interval for `successes` out of `trials` at 95% (z = 1.96).
+struct Interval {
+  double low = 0;
+  double high = 0;
+};
+Interval wilson_interval(int successes, int trials);
+
+}  // namespace depl::solver

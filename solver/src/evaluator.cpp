@@ -1,0 +1,292 @@
+#include "depl/solver/evaluator.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "depl/solver/normal.hpp"
+
+namespace depl::solver {
+namespace {
+
+constexpr double kGuaranteeTolerance = 1e-12;
+
+bool is_local(const Dataset& d, const Pool& pool) {
+  for (const auto& name : d.locality) {
+    if (name == pool.name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double guarantee_kappa(const Target& target) {
+  if (target.guarantee == Guarantee::DistributionFree) {
+    return std::sqrt(target.probability / (1 - target.probability));
+  }
+  return normal_quantile(target.probability);
+}
+
+double reach_probability(const Target& target, double mean, double variance) {
+  const double margin = target.loss - mean;
+  if (target.guarantee == Guarantee::DistributionFree) {
+    if (mean > target.loss) return 0.0;
+    if (variance <= 0) return 1.0;
+    return 1.0 - variance / (variance + margin * margin);
+  }
+  if (variance <= 0) return mean <= target.loss ? 1.0 : 0.0;
+  return normal_cdf(margin / std::sqrt(variance));
+}
+
+bool meets_guarantee(const Target& target, double mean, double variance) {
+  return mean + guarantee_kappa(target) * std::sqrt(std::max(0.0, variance)) <=
+         target.loss + kGuaranteeTolerance;
+}
+
+LossState epoch_step(const ModelVariant& model, double effective, LossState state) {
+  const LossProfile& lp = model.loss;
+  const double rho = std::pow(lp.decay_per_epoch, effective / lp.reference_samples);
+  const double floor = lp.floor_loss * std::pow(lp.reference_samples / effective, lp.data_exponent);
+  state.mean = floor + (state.mean - floor) * rho;
+  state.variance = rho * rho * state.variance + lp.noise_stddev * lp.noise_stddev;
+  return state;
+}
+
+double epoch_seconds(const Problem& problem, const ModelVariant& model, const Pool& pool,
+                     int workers, double samples) {
+  const double n = workers;
+  const double compute = samples * model.compute_per_sample_gflop /
+                         (n * model.gpus_per_worker * pool.gpu_gflops);
+  double comm = 0;
+  if (workers > 1) {
+    const double steps = std::ceil(samples / problem.training.batch_size);
+    comm = steps * 2 * (n - 1) / n * model.parameter_bytes / pool.bandwidth;
+  }
+  return compute + comm;
+}
+
+double staging_seconds(const Problem& problem, const std::vector<std::size_t>& datasets,
+                       const Pool& pool) {
+  double seconds = 0;
+  for (std::size_t di : datasets) {
+    const Dataset& d = problem.datasets[di];
+    if (is_local(d, pool) || d.size_bytes <= 0) continue;
+    double bw = pool.storage_bandwidth;
+    if (!d.locality.empty()) {
+      auto it = pool.inter_pool.find(d.locality.front());
+      if (it != pool.inter_pool.end()) bw = it->second;
+    }
+    seconds += d.size_bytes / bw;
+  }
+  return seconds;
+}
+
+double total_samples(const Problem& problem, const std::vector<std::size_t>& datasets) {
+  double n = 0;
+  for (std::size_t di : datasets) n += static_cast<double>(problem.datasets[di].samples);
+  return n;
+}
+
+double effective_samples(const Problem& problem, const std::vector<std::size_t>& datasets) {
+  double e = 0;
+  for (std::size_t di : datasets) {
+    e += problem.datasets[di].quality * static_cast<double>(problem.datasets[di].samples);
+  }
+  return e;
+}
+
+namespace {
+
+// Checks the plan's structure; returns false (with violations) when it cannot be evaluated.
+bool check_structure(const Problem& problem, const Plan& plan, std::vector<std::string>& out) {
+  bool ok = true;
+  if (plan.datasets.empty()) {
+    out.emplace_back("datasets: a plan needs at least one dataset");
+    ok = false;
+  }
+  for (std::size_t i = 0; i < plan.datasets.size(); ++i) {
+    if (plan.datasets[i] >= problem.datasets.size()) {
+      out.push_back(fmt::format("datasets[{}]: index {} out of range", i, plan.datasets[i]));
+      ok = false;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (plan.datasets[j] == plan.datasets[i]) {
+        out.push_back(fmt::format("datasets[{}]: dataset listed twice", i));
+        ok = false;
+      }
+    }
+  }
+  if (plan.phases.empty()) {
+    out.emplace_back("phases: a plan needs at least one phase");
+    ok = false;
+  }
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const Phase& ph = plan.phases[i];
+    if (ph.model >= problem.models.size()) {
+      out.push_back(fmt::format("phases[{}].model: index {} out of range", i, ph.model));
+      ok = false;
+    }
+    if (ph.pool >= problem.pools.size()) {
+      out.push_back(fmt::format("phases[{}].pool: index {} out of range", i, ph.pool));
+      ok = false;
+    }
+    if (ph.epochs < 1) {
+      out.push_back(fmt::format("phases[{}].epochs: must be >= 1, got {}", i, ph.epochs));
+      ok = false;
+    }
+    if (ph.workers < 1) {
+      out.push_back(fmt::format("phases[{}].workers: must be >= 1, got {}", i, ph.workers));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+Figures evaluate(const Problem& problem, const Plan& plan) {
+  Figures fig;
+  fig.kappa = guarantee_kappa(problem.target);
+  if (!check_structure(problem, plan, fig.violations)) return fig;
+
+  const double samples = total_samples(problem, plan.datasets);
+  const double effective = effective_samples(problem, plan.datasets);
+  const Training& tr = problem.training;
+
+  LossState state;
+  int switches = 0;
+  int epochs_total = 0;
+  const ModelVariant* previous_model = nullptr;
+  const Pool* previous_pool = nullptr;
+  if (problem.start) {
+    state.mean = problem.start->loss_mean;
+    state.variance = problem.start->loss_variance;
+    const int mi = problem.model_index(problem.start->model);
+    const int pi = problem.pool_index(problem.start->pool);
+    if (mi >= 0) previous_model = &problem.models[static_cast<std::size_t>(mi)];
+    if (pi >= 0) previous_pool = &problem.pools[static_cast<std::size_t>(pi)];
+  } else {
+    state.mean = problem.models[plan.phases.front().model].loss.initial_loss;
+  }
+
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const Phase& ph = plan.phases[i];
+    const ModelVariant& model = problem.models[ph.model];
+    const Pool& pool = problem.pools[ph.pool];
+    PhaseFigures pf;
+
+    if (previous_model != nullptr && previous_model != &model) {
+      ++switches;
+      const Switch* sw = problem.find_switch(previous_model->name, model.name);
+      if (sw == nullptr) {
+        fig.violations.push_back(fmt::format("phases[{}]: switch {} -> {} is not listed in "
+                                             "spec.switching",
+                                             i, previous_model->name, model.name));
+      } else {
+        state.mean += sw->jump_mean;
+        state.variance += sw->jump_stddev * sw->jump_stddev;
+        pf.switch_seconds = sw->overhead_seconds;
+      }
+    } else if (previous_model == &model && i > 0) {
+      fig.violations.push_back(
+          fmt::format("phases[{}]: same model {} as the phase before", i, model.name));
+    }
+
+    if (previous_pool != &pool) pf.staging_seconds = staging_seconds(problem, plan.datasets, pool);
+    pf.startup_seconds = pool.startup_seconds;
+    const double n = ph.workers;
+    pf.compute_seconds = samples * model.compute_per_sample_gflop /
+                         (n * model.gpus_per_worker * pool.gpu_gflops);
+    pf.epoch_seconds = epoch_seconds(problem, model, pool, ph.workers, samples);
+    pf.comm_seconds = pf.epoch_seconds - pf.compute_seconds;
+    pf.seconds =
+        pf.startup_seconds + pf.staging_seconds + pf.switch_seconds + ph.epochs * pf.epoch_seconds;
+    pf.cost = n * model.gpus_per_worker * pool.price_per_gpu_hour * pf.seconds / 3600.0;
+
+    for (int e = 0; e < ph.epochs; ++e) state = epoch_step(model, effective, state);
+    pf.loss_mean = state.mean;
+    pf.loss_variance = state.variance;
+
+    const long gpus_needed = static_cast<long>(ph.workers) * model.gpus_per_worker;
+    if (gpus_needed > pool.gpus) {
+      fig.violations.push_back(fmt::format("phases[{}]: {} workers x {} GPUs = {} GPUs > {} free "
+                                           "in pool {}",
+                                           i, ph.workers, model.gpus_per_worker, gpus_needed,
+                                           pool.gpus, pool.name));
+    }
+    if (ph.workers < tr.min_workers || ph.workers > tr.max_workers) {
+      fig.violations.push_back(fmt::format("phases[{}]: {} workers outside [{}, {}]", i,
+                                           ph.workers, tr.min_workers, tr.max_workers));
+    }
+    epochs_total += ph.epochs;
+    fig.cost += pf.cost;
+    fig.duration_seconds += pf.seconds;
+    fig.phases.push_back(pf);
+    previous_model = &model;
+    previous_pool = &pool;
+  }
+
+  fig.loss_mean = state.mean;
+  fig.loss_stddev = std::sqrt(std::max(0.0, state.variance));
+  fig.probability = reach_probability(problem.target, state.mean, state.variance);
+  fig.meets_guarantee = meets_guarantee(problem.target, state.mean, state.variance);
+  if (!fig.meets_guarantee) {
+    fig.violations.push_back(fmt::format(
+        "guarantee: loss {:.6g} + {:.4g} x {:.6g} > target {:.6g} (P(target) = {:.4f} < {})",
+        state.mean, fig.kappa, fig.loss_stddev, problem.target.loss, fig.probability,
+        problem.target.probability));
+  }
+  if (problem.target.deadline_seconds && fig.duration_seconds > *problem.target.deadline_seconds) {
+    fig.violations.push_back(fmt::format("deadline: {:.6g} s > {:.6g} s", fig.duration_seconds,
+                                         *problem.target.deadline_seconds));
+  }
+  if (problem.target.budget && fig.cost > *problem.target.budget) {
+    fig.violations.push_back(
+        fmt::format("budget: cost {:.6g} > {:.6g}", fig.cost, *problem.target.budget));
+  }
+  if (epochs_total > tr.max_epochs) {
+    fig.violations.push_back(
+        fmt::format("horizon: {} epochs > maxEpochs {}", epochs_total, tr.max_epochs));
+  }
+  if (switches > tr.max_switches) {
+    fig.violations.push_back(
+        fmt::format("switches: {} > maxSwitches {}", switches, tr.max_switches));
+  }
+  fig.feasible = fig.violations.empty();
+  return fig;
+}
+
+std::vector<LossPoint> loss_trajectory(const Problem& problem, const Plan& plan) {
+  std::vector<LossPoint> points;
+  std::vector<std::string> ignored;
+  if (!check_structure(problem, plan, ignored)) return points;
+  const double effective = effective_samples(problem, plan.datasets);
+  LossState state;
+  const ModelVariant* previous_model = nullptr;
+  if (problem.start) {
+    state.mean = problem.start->loss_mean;
+    state.variance = problem.start->loss_variance;
+    const int mi = problem.model_index(problem.start->model);
+    if (mi >= 0) previous_model = &problem.models[static_cast<std::size_t>(mi)];
+  } else {
+    state.mean = problem.models[plan.phases.front().model].loss.initial_loss;
+  }
+  int epoch = 0;
+  points.push_back({0, 0, state.mean, state.variance});
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const ModelVariant& model = problem.models[plan.phases[i].model];
+    if (previous_model != nullptr && previous_model != &model) {
+      if (const Switch* sw = problem.find_switch(previous_model->name, model.name)) {
+        state.mean += sw->jump_mean;
+        state.variance += sw->jump_stddev * sw->jump_stddev;
+      }
+    }
+    for (int e = 0; e < plan.phases[i].epochs; ++e) {
+      state = epoch_step(model, effective, state);
+      points.push_back({++epoch, i, state.mean, state.variance});
+    }
+    previous_model = &model;
+  }
+  return points;
+}
+
+}  // namespace depl::solver
