@@ -1,0 +1,20 @@
+// Every kubectl-depl subcommand registers itself through one of these functions, one file per
+// subcommand (cli/src/<name>_command.cpp). main.cpp calls them all; the CLI stays thin: parse
+// arguments, read files, call a library, print.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace depl::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;     // the job or operation did not succeed
+inline constexpr int kExitBadInput = 2;    // bad arguments or input files
+inline constexpr int kExitInfeasible = 3;  // plan: no plan meets the constraints
+
+// Each adds a subcommand to `app`; the subcommand's callback stores its exit code in `exit_code`.
+void add_plan_command(CLI::App& app, int& exit_code);
+void add_simulate_command(CLI::App& app, int& exit_code);
+
+}  // namespace depl::cli

@@ -1,0 +1,20 @@
+// kubectl-depl: the project's command line. Also works as a kubectl plugin (`kubectl depl ...`)
+// when on the PATH.
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kubectl-depl: plan, simulate and run dependable training jobs", "kubectl-depl"};
+  app.require_subcommand(1);
+  int exit_code = depl::cli::kExitOk;
+  depl::cli::add_plan_command(app, exit_code);
+  depl::cli::add_simulate_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : depl::cli::kExitBadInput;
+  }
+  return exit_code;
+}
