@@ -10,7 +10,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libboost-dev libboost-system-dev libssl-dev openssl \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libeigen3-dev \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  dataset-fashion-mnist ccache
+  dataset-fashion-mnist zlib1g-dev ccache
 
 .PHONY: all deps build test demo bench clean format help
 
