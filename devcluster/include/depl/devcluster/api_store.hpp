@@ -1,0 +1,169 @@
+// The semantic core of the embedded API server, without HTTP: a registry of served resource
+// types and an object store with kube-apiserver semantics (resourceVersions, generation, status
+// subresource, patches, server-side apply, finalizers, garbage collection, CRDs, watches).
+//
+// Thread-safety: every public member may be called from any thread. One internal mutex
+// serialises all reads and writes (so every operation sees and produces a consistent state);
+// watch events are queued into WatchSubscriptions under that lock and their notifiers are called
+// after it is released, so a notifier (or a consumer thread) may call back into the store.
+// Write hooks are also called after the lock is released.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/common/expected.hpp"
+#include "depl/devcluster/api_result.hpp"
+#include "depl/devcluster/resource_type.hpp"
+#include "depl/devcluster/watch_subscription.hpp"
+
+namespace depl::devcluster {
+
+// The target of a request: /api/v1/namespaces/<ns>/<plural>/<name>/<subresource> or
+// /apis/<group>/<version>/... . `ns` empty = cluster-scoped or all namespaces (list/watch);
+// `name` empty = the collection. `subresource` is "" or "status" (the server handles "log").
+struct ResourceRef {
+  std::string group;
+  std::string version;
+  std::string plural;
+  std::string ns;
+  std::string name;
+  std::string subresource;
+};
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::int64_t limit = 0;  // 0 = no limit
+  std::string continue_token;
+  // "" = most recent; "0" = any; else NotOlderThan (or Exact with resource_version_match).
+  std::string resource_version;
+  std::string resource_version_match;  // "", "NotOlderThan", "Exact"
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  // "" = current state as ADDED events, then changes; "0" = the same (any state is acceptable);
+  // else: every change after that version, or one ERROR 410 if it left the history window.
+  std::string resource_version;
+  bool allow_bookmarks = false;
+  // watch-list: initial ADDED events, then a BOOKMARK with the annotation
+  // "k8s.io/initial-events-end": "true" (requires allow_bookmarks).
+  bool send_initial_events = false;
+};
+
+// Who writes and how (query parameters and headers of a write request).
+struct WriteOptions {
+  bool dry_run = false;          // dryRun=All: validate and answer, store nothing
+  std::string field_manager;     // fieldManager; required for apply
+  std::string field_validation;  // "Strict" (400 on unknown fields), "Warn", "Ignore" ("" = Warn)
+  bool force = false;            // apply: take ownership of conflicting fields
+  std::string user_agent;        // recorded; the default field manager is derived from it
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // "Background" (default), "Foreground", "Orphan"
+  std::optional<std::string> precondition_uid;
+  std::optional<std::string> precondition_resource_version;
+  std::optional<std::int64_t> grace_period_seconds;
+  bool dry_run = false;
+  std::string user_agent;
+};
+
+enum class PatchType { Merge, Json, Strategic, Apply };
+// application/merge-patch+json, application/json-patch+json,
+// application/strategic-merge-patch+json, application/apply-patch+yaml (and +cbor is not).
+std::optional<PatchType> patch_type_from_content_type(std::string_view content_type);
+
+// One write that changed (or, for dry runs, would have changed) the store, for HA tests that
+// ask "who wrote what".
+struct WriteRecord {
+  std::string verb;  // create, update, patch, delete, deletecollection
+  std::string api_version;
+  std::string plural;
+  std::string subresource;
+  std::string ns;
+  std::string name;
+  std::string field_manager;
+  std::string user_agent;
+  std::string resource_version;  // after the write
+  int code = 0;                  // the answer's HTTP code
+};
+
+struct StoreOptions {
+  // Watch history kept for watches that resume from a resourceVersion.
+  std::size_t history_window = 10000;
+  // Injected clock (creationTimestamp, deletionTimestamp, Table ages).
+  std::function<std::chrono::system_clock::time_point()> now = [] {
+    return std::chrono::system_clock::now();
+  };
+  // Pods bound to a node (spec.nodeName set) are deleted gracefully: a delete with a grace
+  // period > 0 only sets deletionTimestamp/deletionGracePeriodSeconds, and the kubelet finishes
+  // with a delete with gracePeriodSeconds=0. Off = pods go at once (no kubelet running).
+  bool graceful_pod_deletion = false;
+  // Seed for uids and generateName suffixes.
+  std::uint64_t seed = 1;
+};
+
+class ApiStore {
+ public:
+  explicit ApiStore(StoreOptions options = {});
+  ~ApiStore();
+  ApiStore(const ApiStore&) = delete;
+  ApiStore& operator=(const ApiStore&) = delete;
+
+  // ---- registry --------------------------------------------------------------------------
+  // Every served resource type (built-ins and custom resources' served versions), in
+  // registration order: what discovery serves.
+  std::vector<ResourceType> resource_types() const;
+  std::optional<ResourceType> find_type(const std::string& group, const std::string& version,
+                                        const std::string& plural) const;
+  // Incremented whenever a CRD adds, changes or removes served types (discovery caches).
+  std::uint64_t registry_generation() const;
+
+  // ---- requests ----------------------------------------------------------------------------
+  ApiResult get(const ResourceRef& ref) const;
+  ApiResult list(const ResourceRef& ref, const ListOptions& options = {}) const;
+  ApiResult create(const ResourceRef& ref, nlohmann::json body, const WriteOptions& options = {});
+  // PUT: replace the object (or its status with ref.subresource == "status").
+  ApiResult update(const ResourceRef& ref, nlohmann::json body, const WriteOptions& options = {});
+  // PATCH; `body` is the raw request body (apply bodies may be YAML or JSON).
+  ApiResult patch(const ResourceRef& ref, PatchType type, std::string_view body,
+                  const WriteOptions& options = {});
+  ApiResult remove(const ResourceRef& ref, const DeleteOptions& options = {});
+  ApiResult remove_collection(const ResourceRef& ref, const ListOptions& selection,
+                              const DeleteOptions& options = {});
+
+  // Opens a watch. Bad selectors/unknown resources answer with an error result; a too-old
+  // resourceVersion gives a subscription holding one ERROR event (Status 410) that is closed.
+  Expected<std::shared_ptr<WatchSubscription>, ApiResult> watch(const ResourceRef& ref,
+                                                                const WatchOptions& options);
+
+  // ---- server hooks --------------------------------------------------------------------------
+  // Sends a BOOKMARK with the current resourceVersion to every watch that allowed bookmarks
+  // (the server calls this periodically, e.g. every minute, and tests call it directly).
+  void send_bookmarks();
+  // Forgets the whole watch history: any watch resuming from an older version gets 410.
+  void compact();
+  // Closes every open watch (clients must re-watch).
+  void close_all_watches();
+  // The current global resourceVersion (decimal).
+  std::string resource_version() const;
+  // Called after every successful write (and dry run), outside the store lock.
+  void set_write_recorder(std::function<void(const WriteRecord&)> recorder);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace depl::devcluster
