@@ -95,6 +95,9 @@ struct Problem {
   Training training;
   std::vector<Pool> pools;
   std::optional<StartState> start;
+  // When true the solver trains on all of `datasets` instead of choosing a subset: a re-plan
+  // keeps the data the job has already been training on.
+  bool fixed_datasets = false;
 
   // Lookups by name; -1 when absent.
   int model_index(const std::string& name) const;

@@ -1,0 +1,82 @@
+// Turns the cluster's Nodes and Pods into the solver's node pools: which pools exist, how many
+// GPUs are free in each, and what they cost and deliver. Pure: the caller passes the informer
+// caches' contents; nothing here talks to the API server.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/solver/problem.hpp"
+
+namespace depl::controller {
+
+// Labels that name a node's pool, in the order they are tried.
+inline constexpr const char* kPoolLabels[] = {
+    "depl.dev/pool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "kubernetes.azure.com/agentpool",
+    "karpenter.sh/nodepool",
+};
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+// Node annotations that override the catalog and the defaults.
+inline constexpr const char* kGflopsAnnotation = "depl.dev/gpu-gflops";
+inline constexpr const char* kPriceAnnotation = "depl.dev/price-per-gpu-hour";
+inline constexpr const char* kBandwidthAnnotation = "depl.dev/bandwidth";
+inline constexpr const char* kStorageBandwidthAnnotation = "depl.dev/storage-bandwidth";
+inline constexpr const char* kStartupAnnotation = "depl.dev/startup-seconds";
+// "poolA=10G,poolB=1G": bandwidth from each named pool into this node's pool.
+inline constexpr const char* kInterPoolAnnotation = "depl.dev/inter-pool";
+
+// Sustained GFLOP/s and default price of one GPU of a product, from the depl-gpu-catalog
+// ConfigMap (key: product name as in nvidia.com/gpu.product; value: JSON
+// {"gflops": 19500, "pricePerGpuHour": 2.9}).
+struct GpuCatalogEntry {
+  double gflops = 0;
+  double price_per_gpu_hour = 0;
+};
+using GpuCatalog = std::map<std::string, GpuCatalogEntry>;
+
+// Reads the ConfigMap's data; entries that cannot be read are reported in `problems`.
+GpuCatalog parse_gpu_catalog(const nlohmann::json& config_map, std::vector<std::string>& problems);
+
+struct PoolDefaults {
+  double bandwidth = 1.25e9;         // bytes/s between workers when no annotation says
+  double storage_bandwidth = 2.5e8;  // bytes/s from remote storage when no annotation says
+};
+
+// GPUs that other jobs were promised in a pool but whose pods do not exist yet.
+struct Reservation {
+  std::string pool;
+  int gpus = 0;
+};
+
+struct DiscoveredPools {
+  std::vector<solver::Pool> pools;  // sorted by name
+  // The node label that names each pool (worker pods select their pool with it).
+  std::map<std::string, std::string> pool_label;
+  // Why a node or pool was left out ("node a100-3: NotReady"), for status messages and logs.
+  std::vector<std::string> notes;
+};
+
+// Builds pools from Nodes (objects as served by the API) and the Pods bound to them. GPUs
+// requested by non-terminal pods count as used, except pods owned by `owner_uid` (the job being
+// planned keeps its own GPUs). NotReady, unschedulable and pool-less nodes are left out, and so
+// are GPU nodes whose GFLOP/s are unknown. `reservations` are subtracted last (never below 0).
+DiscoveredPools discover_pools(const std::vector<nlohmann::json>& nodes,
+                               const std::vector<nlohmann::json>& pods, const GpuCatalog& catalog,
+                               const PoolDefaults& defaults, const std::string& owner_uid = "",
+                               const std::vector<Reservation>& reservations = {});
+
+// The pool a node belongs to, or "" when none of kPoolLabels is set; `label` receives the key.
+std::string node_pool(const nlohmann::json& node, std::string* label = nullptr);
+// GPUs a pod asks for (the larger of requests and limits, summed over its containers).
+int pod_gpu_request(const nlohmann::json& pod);
+// True for pods in phase Succeeded or Failed.
+bool pod_is_terminal(const nlohmann::json& pod);
+
+}  // namespace depl::controller

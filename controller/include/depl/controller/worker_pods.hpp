@@ -1,0 +1,56 @@
+// Builds the objects that run one phase of a plan: a headless Service for rendezvous and one Pod
+// per worker, carrying the worker contract (docs/worker-contract.md) in their environment. Pure:
+// the same inputs give the same objects, so reconcile can compare and re-create them safely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/solver/plan.hpp"
+#include "depl/solver/problem.hpp"
+
+namespace depl::controller {
+
+inline constexpr const char* kJobLabel = "depl.dev/job";
+inline constexpr const char* kPhaseLabel = "depl.dev/phase";
+inline constexpr const char* kRankLabel = "depl.dev/rank";
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "depl-operator";
+// Key in the job's token Secret that holds the progress token.
+inline constexpr const char* kTokenKey = "token";
+
+// How workers find their rank-0 peer: through the headless Service's DNS name (a real cluster),
+// or on loopback (the dev cluster, where every pod is a local process).
+enum class RendezvousMode { Dns, Loopback };
+
+struct PhaseLaunch {
+  const nlohmann::json* job = nullptr;       // the DependableTrainingJob object
+  const solver::Problem* problem = nullptr;  // parsed from the job's spec
+  const solver::Plan* plan = nullptr;        // the plan in force
+  std::size_t phase = 0;                     // index into plan->phases
+  int start_epoch = 0;                       // epochs trained before this phase
+  int epochs = 1;                            // epochs the pods of this phase run
+  std::string pool_label = "depl.dev/pool";  // node label that selects the phase's pool
+  std::string progress_url;                  // base URL of the controller's progress endpoint
+  std::string checkpoint_root;               // overrides spec.checkpoint.path when not empty
+  RendezvousMode rendezvous = RendezvousMode::Dns;
+};
+
+std::string worker_pod_name(const std::string& job, std::size_t phase, int rank);
+std::string rendezvous_service_name(const std::string& job, std::size_t phase);
+std::string token_secret_name(const std::string& job);
+// The worker-facing checkpoint directory of a job.
+std::string checkpoint_dir(const nlohmann::json& job, const std::string& checkpoint_root);
+// A port for the phase's rendezvous, stable for (job uid, phase) and spread out so that phases
+// running side by side on one machine (the dev cluster) do not collide.
+int rendezvous_port(const std::string& job_uid, std::size_t phase);
+
+// An ownerReference that makes the job the controller of an object.
+nlohmann::json owner_reference(const nlohmann::json& job);
+
+nlohmann::json build_rendezvous_service(const PhaseLaunch& launch);
+nlohmann::json build_worker_pod(const PhaseLaunch& launch, int rank);
+
+}  // namespace depl::controller

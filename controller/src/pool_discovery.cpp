@@ -1,0 +1,240 @@
+#include "depl/controller/pool_discovery.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+#include "depl/common/quantity.hpp"
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+const json* find_path(const json& object, std::initializer_list<const char*> path) {
+  const json* at = &object;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+std::string string_at(const json& object, std::initializer_list<const char*> path) {
+  const json* v = find_path(object, path);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+// A quantity that may be written as a JSON number or a string; nullopt when absent or bad.
+std::optional<double> quantity_of(const json* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number()) return v->get<double>();
+  if (!v->is_string()) return std::nullopt;
+  auto q = parse_quantity(v->get<std::string>());
+  if (!q) return std::nullopt;
+  return *q;
+}
+
+std::optional<double> annotation_quantity(const json& node, const char* key) {
+  const json* annotations = find_path(node, {"metadata", "annotations"});
+  if (annotations == nullptr || !annotations->is_object()) return std::nullopt;
+  auto it = annotations->find(key);
+  if (it == annotations->end()) return std::nullopt;
+  return quantity_of(&*it);
+}
+
+bool node_ready(const json& node) {
+  const json* conditions = find_path(node, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const auto& c : *conditions) {
+    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+int gpus_of(const json* resources) {
+  auto q = quantity_of(resources);
+  return q ? static_cast<int>(std::floor(*q + 1e-9)) : 0;
+}
+
+// Pool-level figures are taken conservatively across the pool's nodes: the slowest GPU, the
+// highest price, the lowest bandwidths, the longest startup.
+struct PoolAccumulator {
+  solver::Pool pool;
+  bool first = true;
+};
+
+void merge_min(double& into, double value, bool first) {
+  into = first ? value : std::min(into, value);
+}
+void merge_max(double& into, double value, bool first) {
+  into = first ? value : std::max(into, value);
+}
+
+}  // namespace
+
+std::string node_pool(const json& node, std::string* label) {
+  const json* labels = find_path(node, {"metadata", "labels"});
+  if (labels == nullptr || !labels->is_object()) return "";
+  for (const char* key : kPoolLabels) {
+    auto it = labels->find(key);
+    if (it != labels->end() && it->is_string() && !it->get<std::string>().empty()) {
+      if (label != nullptr) *label = key;
+      return it->get<std::string>();
+    }
+  }
+  return "";
+}
+
+bool pod_is_terminal(const json& pod) {
+  const std::string phase = string_at(pod, {"status", "phase"});
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+int pod_gpu_request(const json& pod) {
+  const json* containers = find_path(pod, {"spec", "containers"});
+  if (containers == nullptr || !containers->is_array()) return 0;
+  int total = 0;
+  for (const auto& c : *containers) {
+    const int requested = gpus_of(find_path(c, {"resources", "requests", kGpuResource}));
+    const int limited = gpus_of(find_path(c, {"resources", "limits", kGpuResource}));
+    total += std::max(requested, limited);
+  }
+  return total;
+}
+
+GpuCatalog parse_gpu_catalog(const json& config_map, std::vector<std::string>& problems) {
+  GpuCatalog catalog;
+  const json* data = find_path(config_map, {"data"});
+  if (data == nullptr || !data->is_object()) return catalog;
+  for (auto it = data->begin(); it != data->end(); ++it) {
+    const std::string where = fmt::format("depl-gpu-catalog data.{}", it.key());
+    if (!it->is_string()) {
+      problems.push_back(where + ": must be a JSON string");
+      continue;
+    }
+    json entry = json::parse(it->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (!entry.is_object()) {
+      problems.push_back(where +
+                         ": must be JSON like {\"gflops\": 19500, \"pricePerGpuHour\": 2.9}");
+      continue;
+    }
+    auto gflops = quantity_of(entry.contains("gflops") ? &entry["gflops"] : nullptr);
+    auto price =
+        quantity_of(entry.contains("pricePerGpuHour") ? &entry["pricePerGpuHour"] : nullptr);
+    if (!gflops || *gflops <= 0) {
+      problems.push_back(where + ".gflops: must be a number > 0");
+      continue;
+    }
+    if (!price || *price < 0) {
+      problems.push_back(where + ".pricePerGpuHour: must be a number >= 0");
+      continue;
+    }
+    catalog[it.key()] = {*gflops, *price};
+  }
+  return catalog;
+}
+
+DiscoveredPools discover_pools(const std::vector<json>& nodes, const std::vector<json>& pods,
+                               const GpuCatalog& catalog, const PoolDefaults& defaults,
+                               const std::string& owner_uid,
+                               const std::vector<Reservation>& reservations) {
+  DiscoveredPools out;
+  std::map<std::string, int> used_by_node;
+  for (const auto& pod : pods) {
+    const std::string node = string_at(pod, {"spec", "nodeName"});
+    if (node.empty() || pod_is_terminal(pod)) continue;
+    if (!owner_uid.empty()) {
+      const json* owners = find_path(pod, {"metadata", "ownerReferences"});
+      bool own = false;
+      if (owners != nullptr && owners->is_array()) {
+        for (const auto& o : *owners)
+          own = own || (o.is_object() && o.value("uid", "") == owner_uid);
+      }
+      if (own) continue;
+    }
+    used_by_node[node] += pod_gpu_request(pod);
+  }
+
+  std::map<std::string, PoolAccumulator> pools;
+  for (const auto& node : nodes) {
+    const std::string name = string_at(node, {"metadata", "name"});
+    std::string label;
+    const std::string pool = node_pool(node, &label);
+    if (pool.empty()) continue;  // not a node the operator schedules on
+    if (!node_ready(node)) {
+      out.notes.push_back(fmt::format("node {}: not Ready, left out of pool {}", name, pool));
+      continue;
+    }
+    const json* unschedulable = find_path(node, {"spec", "unschedulable"});
+    if (unschedulable != nullptr && unschedulable->is_boolean() && unschedulable->get<bool>()) {
+      out.notes.push_back(fmt::format("node {}: cordoned, left out of pool {}", name, pool));
+      continue;
+    }
+    const int allocatable = gpus_of(find_path(node, {"status", "allocatable", kGpuResource}));
+    if (allocatable <= 0) continue;
+    const std::string product = string_at(node, {"metadata", "labels", kGpuProductLabel});
+    auto catalog_it = catalog.find(product);
+    std::optional<double> gflops = annotation_quantity(node, kGflopsAnnotation);
+    std::optional<double> price = annotation_quantity(node, kPriceAnnotation);
+    if (!gflops && catalog_it != catalog.end()) gflops = catalog_it->second.gflops;
+    if (!price && catalog_it != catalog.end()) price = catalog_it->second.price_per_gpu_hour;
+
+    PoolAccumulator& acc = pools[pool];
+    acc.pool.name = pool;
+    out.pool_label.emplace(pool, label);
+    if (!gflops || *gflops <= 0) {
+      out.notes.push_back(fmt::format(
+          "node {}: GFLOP/s of GPU \"{}\" unknown (annotate {} or add it to depl-gpu-catalog)",
+          name, product, kGflopsAnnotation));
+      continue;
+    }
+    const int used = used_by_node.count(name) ? used_by_node[name] : 0;
+    acc.pool.gpus += std::max(0, allocatable - used);
+    acc.pool.nodes += 1;
+    acc.pool.gpus_per_node = std::max(acc.pool.gpus_per_node, allocatable);
+    if (acc.pool.gpu_type.empty()) acc.pool.gpu_type = product;
+    merge_min(acc.pool.gpu_gflops, *gflops, acc.first);
+    merge_max(acc.pool.price_per_gpu_hour, price.value_or(0), acc.first);
+    merge_min(acc.pool.bandwidth,
+              annotation_quantity(node, kBandwidthAnnotation).value_or(defaults.bandwidth),
+              acc.first);
+    merge_min(
+        acc.pool.storage_bandwidth,
+        annotation_quantity(node, kStorageBandwidthAnnotation).value_or(defaults.storage_bandwidth),
+        acc.first);
+    merge_max(acc.pool.startup_seconds, annotation_quantity(node, kStartupAnnotation).value_or(0),
+              acc.first);
+    const std::string inter = string_at(node, {"metadata", "annotations", kInterPoolAnnotation});
+    std::size_t start = 0;
+    while (start < inter.size()) {
+      std::size_t end = inter.find(',', start);
+      if (end == std::string::npos) end = inter.size();
+      const std::string item = inter.substr(start, end - start);
+      const std::size_t eq = item.find('=');
+      if (eq != std::string::npos) {
+        auto bw = parse_quantity(item.substr(eq + 1));
+        if (bw && *bw > 0) {
+          const std::string from = item.substr(0, eq);
+          auto [it, inserted] = acc.pool.inter_pool.emplace(from, *bw);
+          if (!inserted) it->second = std::min(it->second, *bw);
+        }
+      }
+      start = end + 1;
+    }
+    acc.first = false;
+  }
+
+  for (auto& [name, acc] : pools) {
+    if (acc.first) continue;  // no usable node
+    for (const auto& r : reservations) {
+      if (r.pool == name) acc.pool.gpus = std::max(0, acc.pool.gpus - r.gpus);
+    }
+    out.pools.push_back(std::move(acc.pool));
+  }
+  return out;
+}
+
+}  // namespace depl::controller

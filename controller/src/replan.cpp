@@ -1,0 +1,116 @@
+#include "depl/controller/replan.hpp"
+
+#include <fmt/format.h>
+
+namespace depl::controller {
+
+Position position_of(const PlanRecord& plan, const ProgressRecord& progress) {
+  Position pos;
+  pos.epoch = progress.epoch;
+  pos.phase = std::min<std::size_t>(static_cast<std::size_t>(progress.phase),
+                                    plan.phases.empty() ? 0 : plan.phases.size() - 1);
+  for (std::size_t i = 0; i < pos.phase; ++i) pos.phase_start_epoch += plan.phases[i].epochs;
+  pos.done_in_phase = std::max(0, progress.epoch - pos.phase_start_epoch);
+  return pos;
+}
+
+solver::Plan executed_prefix(const solver::Plan& plan, const Position& position) {
+  solver::Plan prefix;
+  prefix.datasets = plan.datasets;
+  for (std::size_t i = 0; i < position.phase && i < plan.phases.size(); ++i) {
+    if (plan.phases[i].epochs > 0) prefix.phases.push_back(plan.phases[i]);
+  }
+  if (position.phase < plan.phases.size() && position.done_in_phase > 0) {
+    solver::Phase running = plan.phases[position.phase];
+    running.epochs = position.done_in_phase;
+    prefix.phases.push_back(running);
+  }
+  return prefix;
+}
+
+Expected<solver::Problem> remaining_problem(const solver::Problem& full, const solver::Plan& plan,
+                                            const Position& position,
+                                            std::optional<double> observed_loss) {
+  solver::Problem rest = full;
+  // Keep the data the job trains on.
+  rest.datasets.clear();
+  for (std::size_t d : plan.datasets) rest.datasets.push_back(full.datasets.at(d));
+  rest.fixed_datasets = true;
+  const solver::Plan prefix = executed_prefix(plan, position);
+  if (prefix.phases.empty()) return rest;  // nothing has run: plan afresh on the chosen data
+
+  solver::Plan prefix_on_rest = prefix;
+  prefix_on_rest.datasets.clear();
+  for (std::size_t i = 0; i < rest.datasets.size(); ++i) prefix_on_rest.datasets.push_back(i);
+  solver::Problem scratch = rest;
+  scratch.target.deadline_seconds.reset();
+  scratch.target.budget.reset();
+  const solver::Figures spent = solver::evaluate(scratch, prefix_on_rest);
+
+  int switches = 0;
+  for (std::size_t i = 1; i < prefix.phases.size(); ++i) {
+    if (prefix.phases[i].model != prefix.phases[i - 1].model) ++switches;
+  }
+  const solver::Phase& last = prefix.phases.back();
+  rest.start = solver::StartState{full.models.at(last.model).name, full.pools.at(last.pool).name,
+                                  observed_loss.value_or(spent.loss_mean),
+                                  observed_loss ? 0.0 : spent.loss_stddev * spent.loss_stddev};
+  rest.training.max_epochs -= position.epoch;
+  rest.training.max_switches = std::max(0, rest.training.max_switches - switches);
+  if (rest.training.max_epochs < 1) {
+    return error(
+        fmt::format("the epoch horizon (maxEpochs {}) is used up", full.training.max_epochs));
+  }
+  if (full.target.deadline_seconds) {
+    const double left = *full.target.deadline_seconds - spent.duration_seconds;
+    if (left <= 0) return error("the deadline is used up");
+    rest.target.deadline_seconds = left;
+  }
+  if (full.target.budget) {
+    const double left = *full.target.budget - spent.cost;
+    if (left <= 0) return error("the budget is used up");
+    rest.target.budget = left;
+  }
+  return rest;
+}
+
+PlanRecord splice(const PlanRecord& current, const Position& position,
+                  const solver::Figures& executed, const PlanRecord& remainder) {
+  PlanRecord out = current;
+  out.phases.assign(
+      current.phases.begin(),
+      current.phases.begin() + static_cast<long>(std::min(position.phase, current.phases.size())));
+  std::size_t next = 0;
+  if (position.phase < current.phases.size() && position.done_in_phase > 0) {
+    PhaseRecord running = current.phases[position.phase];
+    running.epochs = position.done_in_phase;
+    if (!remainder.phases.empty() && remainder.phases[0].model == running.model &&
+        remainder.phases[0].pool == running.pool &&
+        remainder.phases[0].workers == running.workers) {
+      running.epochs += remainder.phases[0].epochs;
+      next = 1;
+    }
+    out.phases.push_back(running);
+  }
+  for (; next < remainder.phases.size(); ++next) out.phases.push_back(remainder.phases[next]);
+  out.cost = executed.cost + remainder.cost;
+  out.duration_seconds = executed.duration_seconds + remainder.duration_seconds;
+  out.loss_mean = remainder.loss_mean;
+  out.loss_stddev = remainder.loss_stddev;
+  out.probability = remainder.probability;
+  out.algorithm = remainder.algorithm;
+  out.solve_seconds = remainder.solve_seconds;
+  out.revision = current.revision;
+  return out;
+}
+
+bool changes_course(const PlanRecord& current, const PlanRecord& next, const Position& position) {
+  if (current.datasets != next.datasets) return true;
+  if (current.phases.size() != next.phases.size()) return true;
+  for (std::size_t i = position.phase; i < current.phases.size(); ++i) {
+    if (!(current.phases[i] == next.phases[i])) return true;
+  }
+  return false;
+}
+
+}  // namespace depl::controller

@@ -1,0 +1,246 @@
+#include "depl/controller/worker_pods.hpp"
+
+#include <fmt/format.h>
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+json env_value(const std::string& name, const std::string& value) {
+  return json{{"name", name}, {"value", value}};
+}
+
+const json& spec_of(const json& job) {
+  static const json kEmpty = json::object();
+  auto it = job.find("spec");
+  return it != job.end() && it->is_object() ? *it : kEmpty;
+}
+
+// The spec entry of a model (for its resources and env), or an empty object.
+const json& model_spec(const json& job, const std::string& name) {
+  static const json kEmpty = json::object();
+  const json& spec = spec_of(job);
+  auto models = spec.find("models");
+  if (models == spec.end() || !models->is_array()) return kEmpty;
+  for (const auto& m : *models) {
+    if (m.is_object() && m.value("name", "") == name) return m;
+  }
+  return kEmpty;
+}
+
+std::string job_name(const json& job) {
+  return job["metadata"].value("name", "");
+}
+std::string job_namespace(const json& job) {
+  return job["metadata"].value("namespace", "default");
+}
+
+json common_labels(const json& job, std::size_t phase) {
+  return json{{kJobLabel, job_name(job)},
+              {kPhaseLabel, std::to_string(phase)},
+              {kManagedByLabel, kManagedByValue}};
+}
+
+json loss_profile_json(const solver::LossProfile& lp) {
+  return json{{"initialLoss", lp.initial_loss},           {"floorLoss", lp.floor_loss},
+              {"decayPerEpoch", lp.decay_per_epoch},      {"noiseStddev", lp.noise_stddev},
+              {"referenceSamples", lp.reference_samples}, {"dataExponent", lp.data_exponent}};
+}
+
+}  // namespace
+
+std::string worker_pod_name(const std::string& job, std::size_t phase, int rank) {
+  return fmt::format("{}-p{}-w{}", job, phase, rank);
+}
+
+std::string rendezvous_service_name(const std::string& job, std::size_t phase) {
+  return fmt::format("{}-p{}", job, phase);
+}
+
+std::string token_secret_name(const std::string& job) {
+  return job + "-progress-token";
+}
+
+std::string checkpoint_dir(const json& job, const std::string& checkpoint_root) {
+  std::string root = checkpoint_root;
+  if (root.empty()) {
+    const json& spec = spec_of(job);
+    root = "/checkpoints";
+    if (auto c = spec.find("checkpoint"); c != spec.end() && c->is_object()) {
+      root = c->value("path", root);
+    }
+  }
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return fmt::format("{}/{}/{}", root, job_namespace(job), job_name(job));
+}
+
+int rendezvous_port(const std::string& job_uid, std::size_t phase) {
+  // FNV-1a over the uid and phase: stable across controller restarts.
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : job_uid + "/" + std::to_string(phase)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return 20000 + static_cast<int>(h % 20000);
+}
+
+json owner_reference(const json& job) {
+  return json{{"apiVersion", job.value("apiVersion", "depl.dev/v1alpha1")},
+              {"kind", job.value("kind", "DependableTrainingJob")},
+              {"name", job_name(job)},
+              {"uid", job["metadata"].value("uid", "")},
+              {"controller", true},
+              {"blockOwnerDeletion", true}};
+}
+
+json build_rendezvous_service(const PhaseLaunch& launch) {
+  const json& job = *launch.job;
+  const std::string name = rendezvous_service_name(job_name(job), launch.phase);
+  const int port = rendezvous_port(job["metadata"].value("uid", ""), launch.phase);
+  return json{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", job_namespace(job)},
+        {"labels", common_labels(job, launch.phase)},
+        {"ownerReferences", json::array({owner_reference(job)})}}},
+      {"spec",
+       {{"clusterIP", "None"},
+        {"selector", {{kJobLabel, job_name(job)}, {kPhaseLabel, std::to_string(launch.phase)}}},
+        {"ports", json::array({{{"name", "rendezvous"}, {"port", port}, {"protocol", "TCP"}}})},
+        {"publishNotReadyAddresses", true}}}};
+}
+
+json build_worker_pod(const PhaseLaunch& launch, int rank) {
+  const json& job = *launch.job;
+  const solver::Problem& problem = *launch.problem;
+  const solver::Plan& plan = *launch.plan;
+  const solver::Phase& phase = plan.phases.at(launch.phase);
+  const solver::ModelVariant& model = problem.models.at(phase.model);
+  const solver::Pool& pool = problem.pools.at(phase.pool);
+  const std::string name = job_name(job);
+  const std::string ns = job_namespace(job);
+  const std::string pod_name = worker_pod_name(name, launch.phase, rank);
+  const std::string service = rendezvous_service_name(name, launch.phase);
+  const json& spec = spec_of(job);
+  const json& mspec = model_spec(job, model.name);
+
+  std::string datasets;
+  std::string dataset_uris;
+  json volumes = json::array();
+  json mounts = json::array();
+  for (std::size_t di : plan.datasets) {
+    const solver::Dataset& d = problem.datasets.at(di);
+    if (!datasets.empty()) datasets += ",";
+    datasets += d.name;
+    // Dataset sources from the spec: a PVC is mounted read-only, a URI is passed on.
+    if (auto list = spec.find("datasets"); list != spec.end() && list->is_array()) {
+      for (const auto& ds : *list) {
+        if (!ds.is_object() || ds.value("name", "") != d.name) continue;
+        auto source = ds.find("source");
+        if (source == ds.end() || !source->is_object()) continue;
+        if (source->contains("pvc") && (*source)["pvc"].is_string()) {
+          const std::string volume = fmt::format("data-{}", volumes.size());
+          volumes.push_back(
+              {{"name", volume},
+               {"persistentVolumeClaim", {{"claimName", (*source)["pvc"]}, {"readOnly", true}}}});
+          mounts.push_back(
+              {{"name", volume}, {"mountPath", "/data/" + d.name}, {"readOnly", true}});
+        }
+        if (source->contains("uri") && (*source)["uri"].is_string()) {
+          if (!dataset_uris.empty()) dataset_uris += ",";
+          dataset_uris += d.name + "=" + (*source)["uri"].get<std::string>();
+        }
+      }
+    }
+  }
+  if (auto c = spec.find("checkpoint");
+      c != spec.end() && c->is_object() && c->contains("pvc") && (*c)["pvc"].is_string()) {
+    volumes.push_back(
+        {{"name", "checkpoint"}, {"persistentVolumeClaim", {{"claimName", (*c)["pvc"]}}}});
+    mounts.push_back({{"name", "checkpoint"}, {"mountPath", c->value("path", "/checkpoints")}});
+  }
+
+  const int port = rendezvous_port(job["metadata"].value("uid", ""), launch.phase);
+  const std::string master =
+      launch.rendezvous == RendezvousMode::Loopback
+          ? std::string("127.0.0.1")
+          : fmt::format("{}.{}.{}.svc", worker_pod_name(name, launch.phase, 0), service, ns);
+
+  json env = json::array({
+      env_value("DEPL_JOB", name),
+      env_value("DEPL_NAMESPACE", ns),
+      env_value("DEPL_PHASE", std::to_string(launch.phase)),
+      env_value("DEPL_MODEL", model.name),
+      env_value("DEPL_EPOCHS", std::to_string(launch.epochs)),
+      env_value("DEPL_START_EPOCH", std::to_string(launch.start_epoch)),
+      env_value("DEPL_DATASETS", datasets),
+      env_value("DEPL_CHECKPOINT_DIR", checkpoint_dir(job, launch.checkpoint_root)),
+      env_value("DEPL_PROGRESS_URL",
+                fmt::format("{}/v1/namespaces/{}/jobs/{}/progress", launch.progress_url, ns, name)),
+      json{{"name", "DEPL_PROGRESS_TOKEN"},
+           {"valueFrom",
+            {{"secretKeyRef", {{"name", token_secret_name(name)}, {"key", kTokenKey}}}}}},
+      env_value("DEPL_LOSS_PROFILE", loss_profile_json(model.loss).dump()),
+      env_value("WORLD_SIZE", std::to_string(phase.workers)),
+      env_value("RANK", std::to_string(rank)),
+      env_value("MASTER_ADDR", master),
+      env_value("MASTER_PORT", std::to_string(port)),
+  });
+  if (!dataset_uris.empty()) env.push_back(env_value("DEPL_DATASET_URIS", dataset_uris));
+  if (auto extra = mspec.find("env"); extra != mspec.end() && extra->is_array()) {
+    for (const auto& e : *extra) {
+      if (e.is_object() && e.contains("name")) env.push_back(e);
+    }
+  }
+
+  json resources = json::object();
+  if (auto r = mspec.find("resources"); r != mspec.end() && r->is_object()) resources = *r;
+  resources["limits"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
+  resources["requests"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
+
+  json node_selector = json::object();
+  json tolerations =
+      json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  std::string service_account;
+  if (auto t = spec.find("podTemplate"); t != spec.end() && t->is_object()) {
+    if (auto ns_sel = t->find("nodeSelector"); ns_sel != t->end() && ns_sel->is_object()) {
+      node_selector = *ns_sel;
+    }
+    if (auto tol = t->find("tolerations"); tol != t->end() && tol->is_array()) {
+      for (const auto& x : *tol) tolerations.push_back(x);
+    }
+    service_account = t->value("serviceAccountName", "");
+  }
+  node_selector[launch.pool_label] = pool.name;
+
+  json labels = common_labels(job, launch.phase);
+  labels[kRankLabel] = std::to_string(rank);
+  json container = {{"name", "worker"},
+                    {"image", model.image},
+                    {"env", env},
+                    {"resources", resources},
+                    {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})}};
+  if (!mounts.empty()) container["volumeMounts"] = mounts;
+  json pod_spec = {{"restartPolicy", "Never"},   {"hostname", pod_name},
+                   {"subdomain", service},       {"nodeSelector", node_selector},
+                   {"tolerations", tolerations}, {"containers", json::array({container})}};
+  if (!volumes.empty()) pod_spec["volumes"] = volumes;
+  if (!service_account.empty()) pod_spec["serviceAccountName"] = service_account;
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", pod_name},
+                {"namespace", ns},
+                {"labels", labels},
+                {"annotations",
+                 {{"depl.dev/pool", pool.name},
+                  {"depl.dev/epochs", std::to_string(launch.epochs)},
+                  {"depl.dev/start-epoch", std::to_string(launch.start_epoch)}}},
+                {"ownerReferences", json::array({owner_reference(job)})}}},
+              {"spec", pod_spec}};
+}
+
+}  // namespace depl::controller

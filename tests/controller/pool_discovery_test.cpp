@@ -1,0 +1,121 @@
+#include "depl/controller/pool_discovery.hpp"
+
+#include <gtest/gtest.h>
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+json node(const std::string& name, const std::string& pool, int gpus, bool ready = true,
+          json annotations = json::object()) {
+  return json{
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"depl.dev/pool", pool}, {"nvidia.com/gpu.product", "NVIDIA-A100"}}},
+        {"annotations", annotations}}},
+      {"status",
+       {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "8"}}},
+        {"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+json pod(const std::string& node_name, int gpus, const std::string& phase = "Running",
+         const std::string& owner = "") {
+  json p = {
+      {"metadata", {{"name", "p"}}},
+      {"spec",
+       {{"nodeName", node_name},
+        {"containers",
+         json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}})}}},
+      {"status", {{"phase", phase}}}};
+  if (!owner.empty()) p["metadata"]["ownerReferences"] = json::array({{{"uid", owner}}});
+  return p;
+}
+
+GpuCatalog catalog() {
+  return {{"NVIDIA-A100", {19500, 3.0}}};
+}
+
+TEST(PoolDiscovery, CountsFreeGpusPerPool) {
+  std::vector<json> nodes = {node("a-0", "a", 8), node("a-1", "a", 8), node("b-0", "b", 4)};
+  std::vector<json> pods = {pod("a-0", 3), pod("a-1", 8, "Succeeded"), pod("b-0", 1)};
+  auto found = discover_pools(nodes, pods, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 2u);
+  EXPECT_EQ(found.pools[0].name, "a");
+  EXPECT_EQ(found.pools[0].gpus, 13);  // 16 minus 3 in use; the finished pod frees its GPUs
+  EXPECT_EQ(found.pools[0].nodes, 2);
+  EXPECT_EQ(found.pools[1].gpus, 3);
+  EXPECT_DOUBLE_EQ(found.pools[0].gpu_gflops, 19500);
+  EXPECT_DOUBLE_EQ(found.pools[0].price_per_gpu_hour, 3.0);
+  EXPECT_EQ(found.pool_label.at("a"), "depl.dev/pool");
+}
+
+TEST(PoolDiscovery, LeavesOutNotReadyCordonedAndUnknownNodes) {
+  json cordoned = node("a-2", "a", 8);
+  cordoned["spec"]["unschedulable"] = true;
+  json unknown = node("c-0", "c", 8);
+  unknown["metadata"]["labels"]["nvidia.com/gpu.product"] = "Mystery-GPU";
+  std::vector<json> nodes = {node("a-0", "a", 8), node("a-1", "a", 8, false), cordoned, unknown};
+  auto found = discover_pools(nodes, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 1u);
+  EXPECT_EQ(found.pools[0].gpus, 8);
+  ASSERT_EQ(found.notes.size(), 3u);
+  EXPECT_NE(found.notes[0].find("not Ready"), std::string::npos);
+  EXPECT_NE(found.notes[1].find("cordoned"), std::string::npos);
+  EXPECT_NE(found.notes[2].find("Mystery-GPU"), std::string::npos);
+}
+
+TEST(PoolDiscovery, AnnotationsOverrideCatalogConservatively) {
+  std::vector<json> nodes = {
+      node("a-0", "a", 8, true,
+           {{"depl.dev/gpu-gflops", "20000"},
+            {"depl.dev/bandwidth", "10G"},
+            {"depl.dev/inter-pool", "b=2G,c=1G"},
+            {"depl.dev/price-per-gpu-hour", "4"}}),
+      node("a-1", "a", 8, true, {{"depl.dev/bandwidth", "5G"}, {"depl.dev/inter-pool", "b=3G"}})};
+  auto found = discover_pools(nodes, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 1u);
+  const auto& p = found.pools[0];
+  EXPECT_DOUBLE_EQ(p.gpu_gflops, 19500);  // the slower node sets the pace
+  EXPECT_DOUBLE_EQ(p.price_per_gpu_hour, 4);
+  EXPECT_DOUBLE_EQ(p.bandwidth, 5e9);
+  EXPECT_DOUBLE_EQ(p.inter_pool.at("b"), 2e9);
+  EXPECT_DOUBLE_EQ(p.inter_pool.at("c"), 1e9);
+}
+
+TEST(PoolDiscovery, OwnPodsAndReservations) {
+  std::vector<json> nodes = {node("a-0", "a", 8)};
+  std::vector<json> pods = {pod("a-0", 2, "Running", "job-1"), pod("a-0", 1, "Pending")};
+  auto mine = discover_pools(nodes, pods, catalog(), PoolDefaults{}, "job-1");
+  EXPECT_EQ(mine.pools[0].gpus, 7);
+  auto reserved = discover_pools(nodes, pods, catalog(), PoolDefaults{}, "job-1", {{"a", 5}});
+  EXPECT_EQ(reserved.pools[0].gpus, 2);
+  auto over = discover_pools(nodes, pods, catalog(), PoolDefaults{}, "", {{"a", 50}});
+  EXPECT_EQ(over.pools[0].gpus, 0);
+}
+
+TEST(PoolDiscovery, WellKnownCloudLabels) {
+  json gke = node("g-0", "x", 4);
+  gke["metadata"]["labels"].erase("depl.dev/pool");
+  gke["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu-pool";
+  auto found = discover_pools({gke}, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 1u);
+  EXPECT_EQ(found.pools[0].name, "gpu-pool");
+  EXPECT_EQ(found.pool_label.at("gpu-pool"), "cloud.google.com/gke-nodepool");
+}
+
+TEST(PoolDiscovery, CatalogParsingReportsBadEntries) {
+  json cm = {{"data",
+              {{"NVIDIA-A100", R"({"gflops": 19500, "pricePerGpuHour": 2.9})"},
+               {"Broken", "not json"},
+               {"NoSpeed", R"({"pricePerGpuHour": 1})"}}}};
+  std::vector<std::string> problems;
+  auto c = parse_gpu_catalog(cm, problems);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.at("NVIDIA-A100").price_per_gpu_hour, 2.9);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[1].find("NoSpeed.gflops"), std::string::npos) << problems[1];
+}
+
+}  // namespace
+}  // namespace depl::controller

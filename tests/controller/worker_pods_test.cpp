@@ -1,0 +1,125 @@
+#include "depl/controller/worker_pods.hpp"
+
+#include <gtest/gtest.h>
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+struct Fixture {
+  json job = {
+      {"apiVersion", "depl.dev/v1alpha1"},
+      {"kind", "DependableTrainingJob"},
+      {"metadata", {{"name", "mnist"}, {"namespace", "ml"}, {"uid", "u-1"}}},
+      {"spec",
+       {{"datasets", json::array({{{"name", "a"}, {"source", {{"pvc", "data-a"}}}},
+                                  {{"name", "b"}, {"source", {{"uri", "s3://b"}}}}})},
+        {"models", json::array({{{"name", "full"},
+                                 {"resources", {{"limits", {{"cpu", "2"}}}}},
+                                 {"env", json::array({{{"name", "X"}, {"value", "1"}}})}}})},
+        {"checkpoint", {{"pvc", "ckpt"}, {"path", "/ckpt"}}},
+        {"podTemplate",
+         {{"serviceAccountName", "trainer"},
+          {"nodeSelector", {{"zone", "z1"}}},
+          {"tolerations", json::array({{{"key", "spot"}, {"operator", "Exists"}}})}}}}}};
+  solver::Problem problem;
+  solver::Plan plan;
+  Fixture() {
+    problem.datasets = {{"a", 100, 1, 0, {}}, {"b", 100, 1, 0, {}}};
+    solver::ModelVariant m{"full", "registry/full:1", 1, 1e6, 2, {}};
+    m.loss = {2, 0.1, 0.5, 0.01, 200, 0};
+    problem.models = {m};
+    problem.pools = {{"a100", "A100", 8, 1000, 3, 1e9, 1e8, 0, {}, 0, 0}};
+    plan = {{0, 1}, {{0, 5, 0, 2}}};
+  }
+  PhaseLaunch launch() {
+    PhaseLaunch l;
+    l.job = &job;
+    l.problem = &problem;
+    l.plan = &plan;
+    l.phase = 0;
+    l.start_epoch = 3;
+    l.epochs = 5;
+    l.progress_url = "http://127.0.0.1:8081";
+    return l;
+  }
+};
+
+std::string env_of(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : e.dump();
+  }
+  return "<missing>";
+}
+
+TEST(WorkerPods, CarriesTheWorkerContract) {
+  Fixture f;
+  json pod = build_worker_pod(f.launch(), 1);
+  EXPECT_EQ(pod["metadata"]["name"], "mnist-p0-w1");
+  EXPECT_EQ(pod["metadata"]["namespace"], "ml");
+  EXPECT_EQ(env_of(pod, "DEPL_JOB"), "mnist");
+  EXPECT_EQ(env_of(pod, "DEPL_NAMESPACE"), "ml");
+  EXPECT_EQ(env_of(pod, "DEPL_PHASE"), "0");
+  EXPECT_EQ(env_of(pod, "DEPL_MODEL"), "full");
+  EXPECT_EQ(env_of(pod, "DEPL_EPOCHS"), "5");
+  EXPECT_EQ(env_of(pod, "DEPL_START_EPOCH"), "3");
+  EXPECT_EQ(env_of(pod, "DEPL_DATASETS"), "a,b");
+  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/ckpt/ml/mnist");
+  EXPECT_EQ(env_of(pod, "DEPL_PROGRESS_URL"),
+            "http://127.0.0.1:8081/v1/namespaces/ml/jobs/mnist/progress");
+  EXPECT_NE(env_of(pod, "DEPL_PROGRESS_TOKEN").find("mnist-progress-token"), std::string::npos);
+  EXPECT_EQ(json::parse(env_of(pod, "DEPL_LOSS_PROFILE"))["decayPerEpoch"], 0.5);
+  EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "2");
+  EXPECT_EQ(env_of(pod, "RANK"), "1");
+  EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-p0-w0.mnist-p0.ml.svc");
+  EXPECT_EQ(env_of(pod, "DEPL_DATASET_URIS"), "b=s3://b");
+  EXPECT_EQ(env_of(pod, "X"), "1");
+}
+
+TEST(WorkerPods, PlacesOnThePoolWithGpusAndOwner) {
+  Fixture f;
+  json pod = build_worker_pod(f.launch(), 0);
+  const json& spec = pod["spec"];
+  EXPECT_EQ(spec["nodeSelector"]["depl.dev/pool"], "a100");
+  EXPECT_EQ(spec["nodeSelector"]["zone"], "z1");
+  EXPECT_EQ(spec["serviceAccountName"], "trainer");
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+  EXPECT_EQ(spec["tolerations"].size(), 2u);
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["image"], "registry/full:1");
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(c["resources"]["limits"]["cpu"], "2");
+  EXPECT_EQ(spec["volumes"].size(), 2u);
+  const json& owner = pod["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["uid"], "u-1");
+  EXPECT_EQ(owner["controller"], true);
+  EXPECT_EQ(owner["kind"], "DependableTrainingJob");
+}
+
+TEST(WorkerPods, LoopbackRendezvousAndCheckpointRoot) {
+  Fixture f;
+  PhaseLaunch l = f.launch();
+  l.rendezvous = RendezvousMode::Loopback;
+  l.checkpoint_root = "/tmp/demo/";
+  json pod = build_worker_pod(l, 0);
+  EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/tmp/demo/ml/mnist");
+  EXPECT_EQ(env_of(pod, "MASTER_PORT"), std::to_string(rendezvous_port("u-1", 0)));
+}
+
+TEST(WorkerPods, DeterministicAndServiceMatchesPods) {
+  Fixture f;
+  EXPECT_EQ(build_worker_pod(f.launch(), 0), build_worker_pod(f.launch(), 0));
+  json svc = build_rendezvous_service(f.launch());
+  EXPECT_EQ(svc["metadata"]["name"], "mnist-p0");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  json pod = build_worker_pod(f.launch(), 0);
+  for (const auto& [k, v] : svc["spec"]["selector"].items()) {
+    EXPECT_EQ(pod["metadata"]["labels"][k], v);
+  }
+  EXPECT_NE(rendezvous_port("u-1", 0), rendezvous_port("u-1", 1));
+}
+
+}  // namespace
+}  // namespace depl::controller
