@@ -1,0 +1,60 @@
+// Watch events and the decoder that turns a watch body (newline-delimited JSON arriving in
+// arbitrary chunks) into events. Lines are split only at '\n', never at chunk boundaries;
+// BOOKMARK objects are skeletal (only metadata.resourceVersion) and ERROR objects are Status
+// values without a resourceVersion, so nothing here assumes a full object.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/common/expected.hpp"
+#include "depl/kube/api_error.hpp"
+
+namespace depl::kube {
+
+enum class WatchEventType { Added, Modified, Deleted, Bookmark, Error };
+
+const char* to_string(WatchEventType type);
+
+struct WatchEvent {
+  WatchEventType type = WatchEventType::Added;
+  nlohmann::json object;          // the object; for Error the Status
+  std::optional<ApiError> error;  // set exactly when type == Error (code 410 = relist)
+
+  // metadata.resourceVersion of the object; "" for ERROR events (they carry none, and a
+  // watcher must never resume from an ERROR's "version").
+  std::string resource_version() const;
+  // BOOKMARK sent at the end of a streaming list's initial events.
+  bool is_initial_events_end() const;
+};
+
+// Parses one event line (`{"type":..,"object":..}`). Unknown types and malformed JSON are
+// ApiError{0, DecodeError} naming what is wrong.
+Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line);
+
+// Incremental splitter + parser. Not thread-safe (one reader).
+class WatchDecoder {
+ public:
+  // Appends bytes as they arrived from the stream.
+  void feed(std::string_view bytes);
+  // At the end of the body: a final line without '\n' becomes decodable (a non-chunked 200
+  // carrying one ERROR event may lack the newline).
+  void finish();
+  // The next complete event, nullopt when more bytes are needed, or the decode error of the
+  // next line (that line is consumed; decoding continues after it). Blank lines are skipped.
+  std::optional<Expected<WatchEvent, ApiError>> next();
+  // Bytes buffered but not yet consumed as lines.
+  std::size_t buffered() const { return buffer_.size() - consumed_; }
+
+ private:
+  std::string buffer_;
+  std::size_t consumed_ = 0;  // bytes of buffer_ already returned as lines
+  std::size_t scanned_ = 0;   // bytes of buffer_ known to contain no '\n' after consumed_
+  bool finished_ = false;
+};
+
+}  // namespace depl::kube
