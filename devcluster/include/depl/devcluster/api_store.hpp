@@ -161,8 +161,10 @@ class ApiStore {
   // Called after every successful write (and dry run), outside the store lock.
   void set_write_recorder(std::function<void(const WriteRecord&)> recorder);
 
- private:
+  // Opaque state (declared public only so the implementation files can name it).
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,91 @@
+// An in-process, kubectl-compatible Kubernetes API server with simulated node pools: the test
+// fixture (and the engine of `kubectl-depl dev-cluster`). start() serves on 127.0.0.1 (port 0 by
+// default), writes a kubeconfig, creates the nodes of the pools file and runs a scheduler and a
+// kubelet that runs pods as local processes. Fault injection methods let client tests break it
+// on purpose. All methods are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "depl/common/expected.hpp"
+#include "depl/devcluster/api_store.hpp"
+
+namespace depl::devcluster {
+
+struct DevClusterOptions {
+  // Node pools: a pools file path, or its YAML text (pools_yaml wins when both are set). Neither:
+  // a cluster without nodes.
+  std::string pools_file;
+  std::string pools_yaml;
+  std::uint16_t port = 0;  // 0: any free port (see DevCluster::port())
+  // HTTPS with a generated CA and serving certificate, and a required bearer token; both end
+  // up in the kubeconfig.
+  bool tls = false;
+  // image -> executable for the kubelet ("*" maps every image). Unmapped images are simulated.
+  std::map<std::string, std::string> image_map;
+  // How long simulated containers run before succeeding (negative: until deleted).
+  std::chrono::milliseconds simulated_pod_duration = std::chrono::seconds(5);
+  // First container restart delay (doubles per restart, capped at 10 s).
+  std::chrono::milliseconds restart_backoff = std::chrono::milliseconds(200);
+  // Where the kubeconfig and pod directories go. Empty: a fresh temporary directory, removed
+  // by stop().
+  std::string work_dir;
+  // Kubeconfig location; empty: <work_dir>/kubeconfig.
+  std::string kubeconfig_path;
+  std::size_t watch_history_window = 10000;
+  std::chrono::milliseconds bookmark_interval = std::chrono::seconds(60);
+  // Turn the simulated cluster's loops off to test the API server alone.
+  bool run_scheduler = true;
+  bool run_kubelet = true;
+  int server_threads = 2;
+};
+
+class DevCluster {
+ public:
+  static Expected<std::unique_ptr<DevCluster>> start(DevClusterOptions options);
+  ~DevCluster();  // stop()
+  DevCluster(const DevCluster&) = delete;
+  DevCluster& operator=(const DevCluster&) = delete;
+
+  std::string url() const;  // "http://127.0.0.1:PORT" or "https://..."
+  std::uint16_t port() const;
+  std::string kubeconfig_path() const;
+  std::string bearer_token() const;        // "" without TLS
+  std::string ca_certificate_pem() const;  // "" without TLS
+  // Direct access to the API semantics (tests seed objects without HTTP).
+  ApiStore& store();
+
+  // Stops serving, kills every container process, removes a temporary work_dir. Idempotent.
+  void stop();
+
+  // ---- fault injection ----------------------------------------------------------------------
+  // Ends every open watch (HTTP streams and the store's subscriptions): clients must re-watch.
+  void drop_watches();
+  // Forgets the watch history: resuming from any earlier resourceVersion gets 410 Gone.
+  void compact_history();
+  // The next `count` resource requests answer `code` (409, 429 with Retry-After, 500, ...).
+  void fail_next_requests(int count, int code);
+  enum class Outage {
+    Refuse,              // the listener closes: connections are refused, open ones cut
+    ServiceUnavailable,  // every request answers 503 with Retry-After
+  };
+  // Unavailable for `duration`, then back on the same port.
+  void make_unavailable(std::chrono::milliseconds duration, Outage how = Outage::Refuse);
+  // Node Ready condition (False also taints it unreachable); the kubelet fails its pods.
+  Expected<void> set_node_ready(const std::string& node, bool ready);
+  // Deletes a node; its pods are removed.
+  Expected<void> delete_node(const std::string& node);
+  // Pid of a running container process, 0 if none (signal-handling tests).
+  int container_pid(const std::string& ns, const std::string& pod, const std::string& container);
+
+ private:
+  struct Impl;
+  explicit DevCluster(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace depl::devcluster

@@ -1,0 +1,196 @@
+// Creation-time defaults of the built-in kinds (what their registry strategies fill in), the
+// events.k8s.io <-> core/v1 Event mapping, and base64 for secrets and continue tokens.
+#include <fmt/format.h>
+
+#include "store_impl.hpp"
+
+namespace depl::devcluster {
+
+using nlohmann::json;
+
+namespace {
+
+void default_if_absent(json& object, const json::json_pointer& pointer, const json& value) {
+  if (!object.contains(pointer) || object[pointer].is_null()) object[pointer] = value;
+}
+
+}  // namespace
+
+void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_t& next_ip) {
+  if (type.custom) return;
+  const std::string& r = type.plural;
+  if (type.group.empty() && r == "pods") {
+    default_if_absent(object, "/spec/restartPolicy"_json_pointer, "Always");
+    default_if_absent(object, "/spec/terminationGracePeriodSeconds"_json_pointer, 30);
+    default_if_absent(object, "/spec/schedulerName"_json_pointer, "default-scheduler");
+    default_if_absent(object, "/spec/dnsPolicy"_json_pointer, "ClusterFirst");
+    if (object.contains("/spec/containers"_json_pointer) &&
+        object["/spec/containers"_json_pointer].is_array()) {
+      for (auto& c : object["/spec/containers"_json_pointer]) {
+        if (!c.is_object()) continue;
+        if (!c.contains("terminationMessagePath")) {
+          c["terminationMessagePath"] = "/dev/termination-log";
+        }
+        if (!c.contains("imagePullPolicy")) {
+          std::string image = c.value("image", "");
+          bool latest = image.find(':') == std::string::npos ||
+                        (image.size() >= 7 && image.compare(image.size() - 7, 7, ":latest") == 0);
+          c["imagePullPolicy"] = latest ? "Always" : "IfNotPresent";
+        }
+        if (c.contains("ports") && c["ports"].is_array()) {
+          for (auto& p : c["ports"]) {
+            if (p.is_object() && !p.contains("protocol")) p["protocol"] = "TCP";
+          }
+        }
+      }
+    }
+    object["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
+  } else if (type.group.empty() && r == "services") {
+    default_if_absent(object, "/spec/type"_json_pointer, "ClusterIP");
+    default_if_absent(object, "/spec/sessionAffinity"_json_pointer, "None");
+    if (!object.contains("/spec/clusterIP"_json_pointer)) {
+      std::uint32_t n = next_ip++;
+      std::string ip = fmt::format("10.96.{}.{}", (n >> 8) & 0xFF, n & 0xFF);
+      object["spec"]["clusterIP"] = ip;
+      object["spec"]["clusterIPs"] = json::array({ip});
+    }
+    if (object.contains("/spec/ports"_json_pointer) &&
+        object["/spec/ports"_json_pointer].is_array()) {
+      for (auto& p : object["/spec/ports"_json_pointer]) {
+        if (!p.is_object()) continue;
+        if (!p.contains("protocol")) p["protocol"] = "TCP";
+        if (!p.contains("targetPort") && p.contains("port")) p["targetPort"] = p["port"];
+      }
+    }
+    object["status"] = {{"loadBalancer", json::object()}};
+  } else if (type.group.empty() && r == "namespaces") {
+    object["metadata"]["labels"]["kubernetes.io/metadata.name"] = object["metadata"]["name"];
+    object["spec"] = {{"finalizers", json::array({"kubernetes"})}};
+    object["status"] = {{"phase", "Active"}};
+  } else if (type.group.empty() && r == "secrets") {
+    default_if_absent(object, "/type"_json_pointer, "Opaque");
+  } else if (type.group == "apps" && r == "deployments") {
+    default_if_absent(object, "/spec/replicas"_json_pointer, 1);
+    default_if_absent(object, "/spec/revisionHistoryLimit"_json_pointer, 10);
+    default_if_absent(object, "/spec/progressDeadlineSeconds"_json_pointer, 600);
+    default_if_absent(object, "/spec/strategy"_json_pointer,
+                      {{"type", "RollingUpdate"},
+                       {"rollingUpdate", {{"maxSurge", "25%"}, {"maxUnavailable", "25%"}}}});
+    object.erase("status");
+  } else if (type.group.empty() && r == "nodes") {
+    // Nodes keep the status their creator (the simulated node pool) gives them.
+  } else if (type.has_status_subresource && type.plural != "customresourcedefinitions") {
+    object.erase("status");
+  }
+}
+
+json event_to_events_v1(const json& core) {
+  json out = json::object();
+  out["apiVersion"] = "events.k8s.io/v1";
+  out["kind"] = "Event";
+  out["metadata"] = core.value("metadata", json::object());
+  auto move = [&](const char* from, const char* to) {
+    if (core.contains(from) && !core[from].is_null()) out[to] = core[from];
+  };
+  move("eventTime", "eventTime");
+  move("series", "series");
+  move("reportingComponent", "reportingController");
+  move("reportingInstance", "reportingInstance");
+  move("action", "action");
+  move("reason", "reason");
+  move("involvedObject", "regarding");
+  move("related", "related");
+  move("message", "note");
+  move("type", "type");
+  move("source", "deprecatedSource");
+  move("firstTimestamp", "deprecatedFirstTimestamp");
+  move("lastTimestamp", "deprecatedLastTimestamp");
+  move("count", "deprecatedCount");
+  if (!out.contains("eventTime")) out["eventTime"] = nullptr;
+  return out;
+}
+
+json events_v1_to_event(const json& v1) {
+  json out = json::object();
+  out["apiVersion"] = "v1";
+  out["kind"] = "Event";
+  out["metadata"] = v1.value("metadata", json::object());
+  auto move = [&](const char* from, const char* to) {
+    if (v1.contains(from) && !v1[from].is_null()) out[to] = v1[from];
+  };
+  move("eventTime", "eventTime");
+  move("series", "series");
+  move("reportingController", "reportingComponent");
+  move("reportingInstance", "reportingInstance");
+  move("action", "action");
+  move("reason", "reason");
+  move("regarding", "involvedObject");
+  move("related", "related");
+  move("note", "message");
+  move("type", "type");
+  move("deprecatedSource", "source");
+  move("deprecatedFirstTimestamp", "firstTimestamp");
+  move("deprecatedLastTimestamp", "lastTimestamp");
+  move("deprecatedCount", "count");
+  if (!out.contains("involvedObject")) out["involvedObject"] = json::object();
+  return out;
+}
+
+namespace {
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string base64_encode(std::string_view data) {
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    std::uint32_t n = (static_cast<unsigned char>(data[i]) << 16) |
+                      (static_cast<unsigned char>(data[i + 1]) << 8) |
+                      static_cast<unsigned char>(data[i + 2]);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(kAlphabet[(n >> 6) & 63]);
+    out.push_back(kAlphabet[n & 63]);
+  }
+  if (i + 1 == data.size()) {
+    std::uint32_t n = static_cast<unsigned char>(data[i]) << 16;
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    std::uint32_t n = (static_cast<unsigned char>(data[i]) << 16) |
+                      (static_cast<unsigned char>(data[i + 1]) << 8);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(kAlphabet[(n >> 6) & 63]);
+    out.push_back('=');
+  }
+  return out;
+}
+
+Expected<std::string> base64_decode(std::string_view data) {
+  std::string out;
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (char c : data) {
+    if (c == '=') break;
+    const char* pos = std::char_traits<char>::find(kAlphabet, 64, c);
+    if (!pos) {
+      if (c == '-' || c == '_') {
+        pos = kAlphabet + (c == '-' ? 62 : 63);
+      } else {
+        return error(fmt::format("illegal base64 data at input character '{}'", c));
+      }
+    }
+    buffer = (buffer << 6) | static_cast<std::uint32_t>(pos - kAlphabet);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+}  // namespace depl::devcluster

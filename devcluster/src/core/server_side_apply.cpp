@@ -1,0 +1,471 @@
+// Server-side apply and managedFields tracking (a compact rendition of structured-merge-diff:
+// field sets as FieldsV1 trees, ownership per manager and operation, conflicts on differing
+// values, removal of fields a manager stops applying when nobody else owns them).
+#include "depl/devcluster/server_side_apply.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "depl/devcluster/patches.hpp"
+
+namespace depl::devcluster {
+
+using nlohmann::json;
+
+namespace {
+
+using Path = std::vector<std::string>;  // "f:spec", "k:{\"name\":\"c\"}", "v:\"x\"", "."
+
+struct ListKind {
+  enum Kind { Atomic, Map, Set } kind = Atomic;
+  std::vector<std::string> keys;
+};
+
+// Schema node for a dotted path (CRs); null when unknown.
+json schema_at(const json& schema, const std::vector<std::string>& names) {
+  const json* node = &schema;
+  for (const auto& name : names) {
+    if (!node->is_object()) return nullptr;
+    if (node->value("type", "") == "array" && node->contains("items")) node = &(*node)["items"];
+    if (node->contains("properties") && (*node)["properties"].contains(name)) {
+      node = &(*node)["properties"][name];
+    } else if (node->contains("additionalProperties") &&
+               (*node)["additionalProperties"].is_object()) {
+      node = &(*node)["additionalProperties"];
+    } else {
+      return nullptr;
+    }
+  }
+  return *node;
+}
+
+ListKind list_kind(const std::vector<std::string>& names, const ApplyContext& context) {
+  std::string dotted;
+  for (const auto& n : names) {
+    if (!dotted.empty()) dotted.push_back('.');
+    dotted.append(n);
+  }
+  if (dotted == "metadata.finalizers") return {ListKind::Set, {}};
+  if (dotted == "metadata.ownerReferences") return {ListKind::Map, {"uid"}};
+  if (context.builtin) {
+    ListStrategy s = strategic_list_strategy(dotted);
+    if (s.kind == ListStrategy::MergeByKey) return {ListKind::Map, {s.merge_key}};
+    if (s.kind == ListStrategy::MergePrimitives) return {ListKind::Set, {}};
+    return {};
+  }
+  json node = schema_at(context.schema, names);
+  if (!node.is_object()) return {};
+  std::string type = node.value("x-kubernetes-list-type", "");
+  if (type == "set") return {ListKind::Set, {}};
+  if (type == "map" && node.contains("x-kubernetes-list-map-keys")) {
+    ListKind kind{ListKind::Map, {}};
+    for (const auto& k : node["x-kubernetes-list-map-keys"])
+      kind.keys.push_back(k.get<std::string>());
+    return kind;
+  }
+  return {};
+}
+
+std::string item_key(const json& item, const ListKind& kind) {
+  if (kind.kind == ListKind::Set) return "v:" + item.dump();
+  json key = json::object();
+  for (const auto& k : kind.keys) {
+    if (item.is_object() && item.contains(k)) key[k] = item[k];
+  }
+  return "k:" + key.dump();
+}
+
+bool ignored_at_root(const std::string& key, const ApplyContext& context) {
+  if (key == "apiVersion" || key == "kind") return true;
+  if (context.status_endpoint) return key != "status";
+  return context.has_status_subresource && key == "status";
+}
+
+bool ignored_metadata(const std::string& key) {
+  static const std::set<std::string> server_owned = {"name",
+                                                     "namespace",
+                                                     "uid",
+                                                     "resourceVersion",
+                                                     "generation",
+                                                     "selfLink",
+                                                     "creationTimestamp",
+                                                     "managedFields",
+                                                     "deletionTimestamp",
+                                                     "deletionGracePeriodSeconds",
+                                                     "generateName"};
+  return server_owned.count(key) > 0;
+}
+
+void collect(const json& value, std::vector<std::string>& names, Path& path,
+             const ApplyContext& context, std::set<Path>& out) {
+  if (value.is_object() && !value.empty()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (names.empty() && ignored_at_root(it.key(), context)) continue;
+      if (names.size() == 1 && names[0] == "metadata" && ignored_metadata(it.key())) continue;
+      names.push_back(it.key());
+      path.push_back("f:" + it.key());
+      collect(*it, names, path, context, out);
+      path.pop_back();
+      names.pop_back();
+    }
+    return;
+  }
+  if (value.is_array() && !value.empty()) {
+    ListKind kind = list_kind(names, context);
+    if (kind.kind != ListKind::Atomic) {
+      for (const auto& item : value) {
+        path.push_back(item_key(item, kind));
+        path.push_back(".");
+        out.insert(path);
+        path.pop_back();
+        if (kind.kind == ListKind::Map && item.is_object()) {
+          for (auto it = item.begin(); it != item.end(); ++it) {
+            names.push_back(it.key());
+            path.push_back("f:" + it.key());
+            collect(*it, names, path, context, out);
+            path.pop_back();
+            names.pop_back();
+          }
+        }
+        path.pop_back();
+      }
+      return;
+    }
+  }
+  if (!path.empty()) out.insert(path);
+}
+
+std::set<Path> leaf_paths(const json& config, const ApplyContext& context) {
+  std::set<Path> out;
+  std::vector<std::string> names;
+  Path path;
+  collect(config, names, path, context, out);
+  return out;
+}
+
+void flatten(const json& set, Path& path, std::set<Path>& out) {
+  if (!set.is_object()) return;
+  if (set.empty() && !path.empty()) {
+    out.insert(path);
+    return;
+  }
+  for (auto it = set.begin(); it != set.end(); ++it) {
+    path.push_back(it.key());
+    if (it.key() == ".") {
+      out.insert(path);
+    } else {
+      flatten(*it, path, out);
+    }
+    path.pop_back();
+  }
+}
+
+std::set<Path> flatten(const json& set) {
+  std::set<Path> out;
+  Path path;
+  flatten(set, path, out);
+  return out;
+}
+
+json build(const std::set<Path>& paths) {
+  json set = json::object();
+  for (const auto& path : paths) {
+    json* node = &set;
+    for (const auto& element : path) {
+      if (!node->contains(element)) (*node)[element] = json::object();
+      node = &(*node)[element];
+    }
+  }
+  return set;
+}
+
+// Finds the child of `node` addressed by a path element; nullptr if absent.
+json* child(json& node, const std::string& element) {
+  if (element.rfind("f:", 0) == 0) {
+    std::string key = element.substr(2);
+    if (!node.is_object() || !node.contains(key)) return nullptr;
+    return &node[key];
+  }
+  if (element.rfind("k:", 0) == 0 || element.rfind("v:", 0) == 0) {
+    if (!node.is_array()) return nullptr;
+    json wanted = json::parse(element.substr(2), nullptr, false);
+    if (wanted.is_discarded()) return nullptr;
+    for (auto& item : node) {
+      if (element[0] == 'v') {
+        if (item == wanted) return &item;
+        continue;
+      }
+      bool all = item.is_object();
+      for (auto it = wanted.begin(); all && it != wanted.end(); ++it) {
+        all = item.contains(it.key()) && item[it.key()] == *it;
+      }
+      if (all) return &item;
+    }
+  }
+  return nullptr;
+}
+
+const json* value_at(const json& object, const Path& path) {
+  json* node = const_cast<json*>(&object);
+  for (const auto& element : path) {
+    if (element == ".") break;
+    node = child(*node, element);
+    if (!node) return nullptr;
+  }
+  return node;
+}
+
+void remove_at(json& object, const Path& path) {
+  Path target = path;
+  if (!target.empty() && target.back() == ".") target.pop_back();
+  if (target.empty()) return;
+  json* parent = &object;
+  for (std::size_t i = 0; i + 1 < target.size(); ++i) {
+    parent = child(*parent, target[i]);
+    if (!parent) return;
+  }
+  const std::string& last = target.back();
+  if (last.rfind("f:", 0) == 0) {
+    if (parent->is_object()) parent->erase(last.substr(2));
+    return;
+  }
+  json* item = child(*parent, last);
+  if (!item || !parent->is_array()) return;
+  for (auto it = parent->begin(); it != parent->end(); ++it) {
+    if (&*it == item) {
+      parent->erase(it);
+      return;
+    }
+  }
+}
+
+bool has_prefix(const Path& path, const Path& prefix) {
+  if (prefix.size() > path.size()) return false;
+  return std::equal(prefix.begin(), prefix.end(), path.begin());
+}
+
+std::string path_text(const Path& path) {
+  std::string out;
+  for (const auto& element : path) {
+    if (element == ".") continue;
+    if (element.rfind("f:", 0) == 0) {
+      out.push_back('.');
+      out.append(element, 2);
+    } else {
+      out.push_back('[');
+      out.append(element, 2);
+      out.push_back(']');
+    }
+  }
+  return out;
+}
+
+// Merges an applied configuration into the live object: maps by key, keyed lists by key, sets as
+// unions, everything else replaced.
+json merge_config(const json& live, const json& config, std::vector<std::string>& names,
+                  const ApplyContext& context) {
+  if (config.is_object()) {
+    json result = live.is_object() ? live : json::object();
+    for (auto it = config.begin(); it != config.end(); ++it) {
+      if (names.empty() && ignored_at_root(it.key(), context) && it.key() != "apiVersion" &&
+          it.key() != "kind") {
+        continue;
+      }
+      names.push_back(it.key());
+      auto existing = result.find(it.key());
+      result[it.key()] =
+          merge_config(existing == result.end() ? json() : *existing, *it, names, context);
+      names.pop_back();
+    }
+    return result;
+  }
+  if (config.is_array() && live.is_array()) {
+    ListKind kind = list_kind(names, context);
+    if (kind.kind == ListKind::Atomic) return config;
+    json result = live;
+    for (const auto& item : config) {
+      std::string key = item_key(item, kind);
+      json* match = child(result, key);
+      if (!match) {
+        result.push_back(item);
+      } else if (kind.kind == ListKind::Map) {
+        *match = merge_config(*match, item, names, context);
+      }
+    }
+    return result;
+  }
+  return config;
+}
+
+struct Entry {
+  std::string manager;
+  std::string operation;
+  std::string subresource;
+  std::string api_version;
+  std::string time;
+  std::set<Path> fields;
+};
+
+std::vector<Entry> read_entries(const json& object) {
+  std::vector<Entry> entries;
+  const json managed = object.value("/metadata/managedFields"_json_pointer, json::array());
+  for (const auto& m : managed) {
+    if (!m.is_object()) continue;
+    entries.push_back({m.value("manager", ""), m.value("operation", "Update"),
+                       m.value("subresource", ""), m.value("apiVersion", ""), m.value("time", ""),
+                       flatten(m.value("fieldsV1", json::object()))});
+  }
+  return entries;
+}
+
+void write_entries(json& object, const std::vector<Entry>& entries) {
+  json managed = json::array();
+  for (const auto& e : entries) {
+    if (e.fields.empty()) continue;
+    json m = {{"manager", e.manager}, {"operation", e.operation}, {"apiVersion", e.api_version},
+              {"time", e.time},       {"fieldsType", "FieldsV1"}, {"fieldsV1", build(e.fields)}};
+    if (!e.subresource.empty()) m["subresource"] = e.subresource;
+    managed.push_back(std::move(m));
+  }
+  if (!object.contains("metadata") || !object["metadata"].is_object()) {
+    object["metadata"] = json::object();
+  }
+  if (managed.empty()) {
+    object["metadata"].erase("managedFields");
+  } else {
+    object["metadata"]["managedFields"] = std::move(managed);
+  }
+}
+
+Entry& entry_for(std::vector<Entry>& entries, const std::string& manager,
+                 const std::string& operation, const std::string& subresource) {
+  for (auto& e : entries) {
+    if (e.manager == manager && e.operation == operation && e.subresource == subresource) return e;
+  }
+  entries.push_back({manager, operation, subresource, "", "", {}});
+  return entries.back();
+}
+
+}  // namespace
+
+FieldSet fields_of(const json& config, const ApplyContext& context) {
+  return build(leaf_paths(config, context));
+}
+
+Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json& config,
+                                                    const std::string& manager, bool force,
+                                                    const ApplyContext& context,
+                                                    const std::string& time) {
+  std::string subresource = context.status_endpoint ? "status" : "";
+  std::set<Path> applied = leaf_paths(config, context);
+  std::vector<Entry> entries = live.is_object() ? read_entries(live) : std::vector<Entry>{};
+
+  // Conflicts: fields another manager owns whose value the configuration would change.
+  std::vector<std::pair<std::string, Path>> conflicts;
+  for (auto& e : entries) {
+    if (e.manager == manager && e.operation == "Apply") continue;
+    for (const auto& path : applied) {
+      if (!e.fields.count(path) || path.back() == ".") continue;
+      const json* current = live.is_object() ? value_at(live, path) : nullptr;
+      const json* wanted = value_at(config, path);
+      if (current && wanted && *current == *wanted) continue;
+      conflicts.emplace_back(e.manager, path);
+    }
+  }
+  if (!conflicts.empty() && !force) {
+    json causes = json::array();
+    std::string message;
+    for (const auto& [other, path] : conflicts) {
+      std::string text = fmt::format("conflict with \"{}\": {}", other, path_text(path));
+      causes.push_back({{"reason", "FieldManagerConflict"},
+                        {"message", fmt::format("conflict with \"{}\"", other)},
+                        {"field", path_text(path)}});
+      if (!message.empty()) message.append("\n- ");
+      message.append(text);
+    }
+    if (conflicts.size() > 1) message = "- " + message;
+    std::string full = fmt::format("Apply failed with {} conflict{}: {}", conflicts.size(),
+                                   conflicts.size() > 1 ? "s" : "", message);
+    return unexpected(status_error(409, "Conflict", full, {{"causes", causes}}));
+  }
+  if (force) {
+    for (const auto& [other, path] : conflicts) {
+      for (auto& e : entries) {
+        if (e.manager == other && !(e.manager == manager && e.operation == "Apply")) {
+          e.fields.erase(path);
+        }
+      }
+    }
+  }
+
+  json object = live.is_object() ? live : json::object();
+  // Fields this manager applied before and no longer applies go, unless someone else owns them.
+  Entry& mine = entry_for(entries, manager, "Apply", subresource);
+  std::vector<Path> dropped;
+  for (const auto& path : mine.fields) {
+    if (applied.count(path)) continue;
+    bool shared = false;
+    for (const auto& e : entries) {
+      if (&e == &mine) continue;
+      for (const auto& owned : e.fields) {
+        if (has_prefix(owned, path.back() == "." ? Path(path.begin(), path.end() - 1) : path)) {
+          shared = true;
+          break;
+        }
+      }
+      if (shared) break;
+    }
+    if (!shared) dropped.push_back(path);
+  }
+  // Deepest first so list items disappear after their fields.
+  std::sort(dropped.begin(), dropped.end(),
+            [](const Path& a, const Path& b) { return a.size() > b.size(); });
+  for (const auto& path : dropped) remove_at(object, path);
+
+  std::vector<std::string> names;
+  object = merge_config(object, config, names, context);
+  mine.fields = applied;
+  mine.time = time;
+  mine.api_version = config.value("apiVersion", object.value("apiVersion", ""));
+  write_entries(object, entries);
+  return ApplyOutcome{std::move(object)};
+}
+
+void track_update(const json& before, json& after, const std::string& manager,
+                  const ApplyContext& context, const std::string& time) {
+  std::vector<Entry> entries = read_entries(before.is_object() ? before : after);
+  std::set<Path> now = leaf_paths(after, context);
+  std::set<Path> changed;
+  for (const auto& path : now) {
+    if (path.back() == ".") {
+      if (!before.is_object() || !value_at(before, path)) changed.insert(path);
+      continue;
+    }
+    const json* old_value = before.is_object() ? value_at(before, path) : nullptr;
+    const json* new_value = value_at(after, path);
+    if (!old_value || !new_value || *old_value != *new_value) changed.insert(path);
+  }
+  std::string subresource = context.status_endpoint ? "status" : "";
+  for (auto& e : entries) {
+    for (auto it = e.fields.begin(); it != e.fields.end();) {
+      bool gone = !now.count(*it) && !value_at(after, *it);
+      if (gone || (changed.count(*it) && !(e.manager == manager && e.operation == "Update"))) {
+        it = e.fields.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (!changed.empty()) {
+    Entry& mine = entry_for(entries, manager, "Update", subresource);
+    mine.fields.insert(changed.begin(), changed.end());
+    mine.time = time;
+    mine.api_version = after.value("apiVersion", "");
+  }
+  write_entries(after, entries);
+}
+
+}  // namespace depl::devcluster

@@ -1,0 +1,231 @@
+// Shared machinery of the store: registry lookups, presentation/storage forms, the write
+// primitives that keep indexes, history and watches consistent.
+#include "store_impl.hpp"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "builtin_types.hpp"
+#include "depl/devcluster/structural_schema.hpp"
+
+namespace depl::devcluster {
+
+using nlohmann::json;
+
+ApiResult unknown_resource() {
+  return status_error(404, "NotFound", "the server could not find the requested resource",
+                      json::object());
+}
+
+ApiResult method_not_supported(const ResourceType& type, const std::string& verb) {
+  return status_error(405, "MethodNotAllowed",
+                      fmt::format("{} is not supported on resources of kind \"{}\"", verb,
+                                  type.qualified_resource()));
+}
+
+std::string format_time(std::chrono::system_clock::time_point t) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string default_manager(const WriteOptions& options) {
+  if (!options.field_manager.empty()) return options.field_manager;
+  if (!options.user_agent.empty()) {
+    return options.user_agent.substr(0, options.user_agent.find('/'));
+  }
+  return "unknown";
+}
+
+ApiStore::Impl::Impl(StoreOptions opts) : options(std::move(opts)), random(options.seed) {
+  types = builtin_resource_types();
+}
+
+const ResourceType* ApiStore::Impl::find_type(const std::string& group, const std::string& version,
+                                              const std::string& plural) const {
+  for (const auto& t : types) {
+    if (t.group == group && t.version == version && t.plural == plural) return &t;
+  }
+  return nullptr;
+}
+
+const ResourceType* ApiStore::Impl::storage_type(const std::string& storage_key) const {
+  for (const auto& t : types) {
+    if (t.storage_key == storage_key) return &t;
+  }
+  return nullptr;
+}
+
+std::string ApiStore::Impl::now_text() const {
+  return format_time(options.now());
+}
+
+std::string ApiStore::Impl::new_uid() {
+  std::uint64_t a = random(), b = random();
+  // RFC 4122 version 4 layout.
+  a = (a & 0xFFFFFFFFFFFF0FFFULL) | 0x0000000000004000ULL;
+  b = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF,
+                     b >> 48, b & 0xFFFFFFFFFFFFULL);
+}
+
+ObjectPtr ApiStore::Impl::lookup(const std::string& storage_key, const std::string& key) const {
+  auto s = storage.find(storage_key);
+  if (s == storage.end()) return nullptr;
+  auto it = s->second.find(key);
+  return it == s->second.end() ? nullptr : it->second;
+}
+
+ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& stored) const {
+  if (!stored) return stored;
+  if (type.group == "events.k8s.io")
+    return std::make_shared<const json>(event_to_events_v1(*stored));
+  if (type.custom) {
+    bool same_version = stored->value("apiVersion", "") == type.api_version();
+    if (same_version && !type.schema) return stored;
+    json copy = *stored;
+    copy["apiVersion"] = type.api_version();
+    if (type.schema) apply_schema_defaults(copy, *type.schema);
+    if (same_version && copy == *stored) return stored;
+    return std::make_shared<const json>(std::move(copy));
+  }
+  return stored;
+}
+
+json ApiStore::Impl::to_storage(const ResourceType& type, json object) const {
+  if (type.group == "events.k8s.io") return events_v1_to_event(object);
+  return object;
+}
+
+void ApiStore::Impl::set_rv(json& object, std::uint64_t version) const {
+  object["metadata"]["resourceVersion"] = std::to_string(version);
+}
+
+namespace {
+
+std::vector<std::string> owner_uids(const json& object) {
+  std::vector<std::string> uids;
+  const json refs = object.value("/metadata/ownerReferences"_json_pointer, json::array());
+  for (const auto& r : refs) {
+    if (r.is_object() && r.contains("uid") && r["uid"].is_string()) uids.push_back(r["uid"]);
+  }
+  return uids;
+}
+
+std::string uid_of(const json& object) {
+  return object.value("/metadata/uid"_json_pointer, std::string());
+}
+
+}  // namespace
+
+void ApiStore::Impl::put(const std::string& storage_key, const std::string& key, ObjectPtr object,
+                         const ObjectPtr& previous) {
+  if (previous) {
+    for (const auto& owner : owner_uids(*previous)) {
+      auto it = dependents.find(owner);
+      if (it != dependents.end()) {
+        it->second.erase(uid_of(*previous));
+        if (it->second.empty()) dependents.erase(it);
+      }
+    }
+  }
+  std::string uid = uid_of(*object);
+  for (const auto& owner : owner_uids(*object)) dependents[owner].insert(uid);
+  by_uid[uid] = {storage_key, key};
+  storage[storage_key][key] = object;
+  std::uint64_t version =
+      std::stoull(object->value("/metadata/resourceVersion"_json_pointer, std::string("0")));
+  record_event({version, storage_key, previous ? "MODIFIED" : "ADDED", object, previous});
+}
+
+void ApiStore::Impl::erase(const std::string& storage_key, const std::string& key,
+                           const ObjectPtr& last) {
+  storage[storage_key].erase(key);
+  std::string uid = uid_of(*last);
+  by_uid.erase(uid);
+  for (const auto& owner : owner_uids(*last)) {
+    auto it = dependents.find(owner);
+    if (it != dependents.end()) {
+      it->second.erase(uid);
+      if (it->second.empty()) dependents.erase(it);
+    }
+  }
+  std::uint64_t version =
+      std::stoull(last->value("/metadata/resourceVersion"_json_pointer, std::string("0")));
+  record_event({version, storage_key, "DELETED", last, nullptr});
+}
+
+void ApiStore::Impl::record_event(HistoryEvent event) {
+  // Fan out to watchers, converting once per distinct served type.
+  std::map<const ResourceType*, std::pair<ObjectPtr, ObjectPtr>> presented;
+  for (auto it = watchers.begin(); it != watchers.end();) {
+    Watcher& w = *it;
+    if (w.subscription->closed()) {
+      it = watchers.erase(it);
+      continue;
+    }
+    if (w.type.storage_key != event.storage_key) {
+      ++it;
+      continue;
+    }
+    const ResourceType* key = find_type(w.type.group, w.type.version, w.type.plural);
+    auto [cached, inserted] = presented.try_emplace(key);
+    if (inserted) {
+      cached->second.first = present(w.type, event.object);
+      cached->second.second = event.previous ? present(w.type, event.previous) : nullptr;
+    }
+    const ObjectPtr& now = cached->second.first;
+    const ObjectPtr& before = cached->second.second;
+    // Field selectors are evaluated on the storage (core) form; see watch().
+    auto matches_stored = [&](const ObjectPtr& stored, const ObjectPtr& shown) {
+      if (!w.ns.empty() &&
+          shown->value("/metadata/namespace"_json_pointer, std::string()) != w.ns) {
+        return false;
+      }
+      return w.labels.matches(shown->value("/metadata/labels"_json_pointer, json())) &&
+             w.fields.matches(*stored);
+    };
+    bool now_matches = matches_stored(event.object, now);
+    if (event.type == "MODIFIED" && event.previous) {
+      bool before_matches = matches_stored(event.previous, before);
+      if (now_matches && before_matches) {
+        w.subscription->push({"MODIFIED", now});
+      } else if (now_matches) {
+        w.subscription->push({"ADDED", now});
+      } else if (before_matches) {
+        // Left the selection: DELETED with the last matching state at the new version.
+        json gone = *before;
+        gone["metadata"]["resourceVersion"] = std::to_string(event.rv);
+        w.subscription->push({"DELETED", std::make_shared<const json>(std::move(gone))});
+      } else {
+        ++it;
+        continue;
+      }
+    } else if (now_matches) {
+      w.subscription->push({event.type, now});
+    } else {
+      ++it;
+      continue;
+    }
+    pending.notify.push_back(w.subscription);
+    ++it;
+  }
+  history.push_back(std::move(event));
+  while (history.size() > options.history_window && !history.empty()) {
+    compacted_rv = history.front().rv;
+    history.pop_front();
+  }
+}
+
+void ApiStore::Impl::record_write(const std::string& verb, const ResourceType& type,
+                                  const ResourceRef& ref, const std::string& manager,
+                                  const std::string& user_agent, int code) {
+  pending.records.push_back({verb, type.api_version(), type.plural, ref.subresource, ref.ns,
+                             ref.name, manager, user_agent, std::to_string(rv), code});
+}
+
+}  // namespace depl::devcluster

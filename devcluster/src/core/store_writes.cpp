@@ -1,0 +1,573 @@
+// Create, update (PUT, including /status), patch (merge, JSON, strategic, apply) and the rules
+// every write follows: resourceVersion checks, generation, status subresource, finalizers,
+// managedFields, admission of custom resources and CRD registration.
+#include <fmt/format.h>
+
+#include "builtin_types.hpp"
+#include "depl/devcluster/patches.hpp"
+#include "depl/devcluster/server_side_apply.hpp"
+#include "depl/devcluster/structural_schema.hpp"
+#include "store_impl.hpp"
+
+#if __has_include("depl/common/yaml_json.hpp")
+#include "depl/common/yaml_json.hpp"
+#define DEPL_DEVCLUSTER_HAVE_YAML 1
+#endif
+
+namespace depl::devcluster {
+
+using nlohmann::json;
+
+namespace {
+
+// DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', starting and ending alphanumeric.
+std::optional<std::string> name_problem(const std::string& name) {
+  if (name.size() > 253) return "must be no more than 253 characters";
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool ok = !name.empty() && alnum(name.front()) && alnum(name.back());
+  for (char c : name) ok = ok && (alnum(c) || c == '-' || c == '.');
+  if (!ok) {
+    return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+           "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+           "'example.com', regex used for validation is "
+           "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  }
+  return std::nullopt;
+}
+
+// The object without the fields a generation does not count (metadata; status when the type
+// has a status subresource).
+json spec_part(const json& object, bool has_status) {
+  json copy = object;
+  copy.erase("metadata");
+  if (has_status) copy.erase("status");
+  return copy;
+}
+
+// For no-op detection: the object without bookkeeping that changes on every write.
+json comparable(const json& object) {
+  json copy = object;
+  if (copy.contains("metadata") && copy["metadata"].is_object()) {
+    copy["metadata"].erase("resourceVersion");
+    copy["metadata"].erase("managedFields");
+  }
+  return copy;
+}
+
+ApplyContext apply_context(const ResourceType& type, bool status_endpoint) {
+  ApplyContext context;
+  context.builtin = !type.custom;
+  context.schema = type.schema ? *type.schema : json();
+  context.has_status_subresource = type.has_status_subresource;
+  context.status_endpoint = status_endpoint;
+  return context;
+}
+
+// kube-apiserver's check of apiVersion/kind in a body against the URL.
+std::optional<ApiResult> check_kind(const ResourceType& type, json& body) {
+  if (!body.is_object()) return bad_request("the request body must be a JSON object");
+  std::string api_version = body.value("apiVersion", "");
+  std::string kind = body.value("kind", "");
+  if (api_version.empty()) body["apiVersion"] = type.api_version();
+  if (kind.empty()) body["kind"] = type.kind;
+  if (!api_version.empty() && api_version != type.api_version()) {
+    return bad_request(
+        fmt::format("the API version in the data ({}) does not match the expected API version ({})",
+                    api_version, type.api_version()));
+  }
+  if (!kind.empty() && kind != type.kind) {
+    return bad_request(fmt::format(
+        "the kind in the data ({}) does not match the expected kind ({})", kind, type.kind));
+  }
+  if (!body.contains("metadata")) body["metadata"] = json::object();
+  if (!body["metadata"].is_object()) return bad_request("metadata must be an object");
+  return std::nullopt;
+}
+
+std::set<std::string> finalizers_of(const json& object) {
+  std::set<std::string> out;
+  for (const auto& f : object.value("/metadata/finalizers"_json_pointer, json::array())) {
+    if (f.is_string()) out.insert(f.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& object,
+                                               const WriteOptions& options,
+                                               std::vector<std::string>& warnings) {
+  std::string name = object.value("/metadata/name"_json_pointer, std::string());
+  if (type.group.empty() && type.plural == "secrets" && object.contains("stringData")) {
+    if (object["stringData"].is_object()) {
+      for (auto& [k, v] : object["stringData"].items()) {
+        if (v.is_string()) object["data"][k] = base64_encode(v.get<std::string>());
+      }
+    }
+    object.erase("stringData");
+  }
+  if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io") {
+    auto types = resource_types_from_crd(object);
+    if (!types) return invalid(type.qualified_kind(), name, type.kind, type.group, types.error());
+    return std::nullopt;
+  }
+  if (!type.custom || !type.schema) return std::nullopt;
+  std::vector<std::string> unknown = prune_unknown_fields(object, *type.schema);
+  if (!unknown.empty() && options.field_validation == "Strict") {
+    std::string message = "strict decoding error: ";
+    for (std::size_t i = 0; i < unknown.size(); ++i) {
+      message += fmt::format("{}unknown field \"{}\"", i ? ", " : "", unknown[i]);
+    }
+    return bad_request(message);
+  }
+  if (options.field_validation != "Ignore") {
+    for (const auto& field : unknown)
+      warnings.push_back(fmt::format("unknown field \"{}\"", field));
+  }
+  apply_schema_defaults(object, *type.schema);
+  std::vector<FieldError> errors = validate_against_schema(object, *type.schema);
+  if (!errors.empty()) return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
+  return std::nullopt;
+}
+
+ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& ref, json body,
+                                 const WriteOptions& options, bool from_apply) {
+  if (auto problem = check_kind(type, body)) return *problem;
+  json& meta = body["metadata"];
+  // Namespace: from the URL; a different one in the body is an error.
+  if (type.namespaced) {
+    std::string body_ns = meta.value("namespace", "");
+    if (ref.ns.empty()) return bad_request("the namespace of the object must be set in the URL");
+    if (!body_ns.empty() && body_ns != ref.ns) {
+      return bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request");
+    }
+    meta["namespace"] = ref.ns;
+  } else {
+    meta.erase("namespace");
+  }
+  std::string name = meta.value("name", "");
+  if (name.empty() && meta.contains("generateName") && meta["generateName"].is_string() &&
+      !meta["generateName"].get<std::string>().empty()) {
+    static const char kChars[] = "bcdfghjklmnpqrstvwxz2456789";
+    std::string base = meta["generateName"].get<std::string>().substr(0, 58);
+    do {
+      name = base;
+      for (int i = 0; i < 5; ++i) name.push_back(kChars[random() % (sizeof kChars - 1)]);
+    } while (lookup(type.storage_key, object_key(type.namespaced ? ref.ns : "", name)));
+    meta["name"] = name;
+  }
+  if (name.empty()) {
+    return invalid(type.qualified_kind(), "", type.kind, type.group,
+                   {{"FieldValueRequired", "metadata.name",
+                     "Required value: name or generateName is required"}});
+  }
+  if (!ref.name.empty() && ref.name != name && !from_apply) {
+    return bad_request(fmt::format(
+        "the name of the object ({}) does not match the name on the URL ({})", name, ref.name));
+  }
+  if (auto problem = name_problem(name); problem && type.plural != "events") {
+    return invalid(type.qualified_kind(), name, type.kind, type.group,
+                   {{"FieldValueInvalid", "metadata.name",
+                     fmt::format("Invalid value: \"{}\": {}", name, *problem)}});
+  }
+  if (type.namespaced) {
+    ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
+    if (!ns) return not_found("namespaces", ref.ns);
+    if (ns->contains("/metadata/deletionTimestamp"_json_pointer)) {
+      return status_error(
+          403, "Forbidden",
+          fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
+                      "because it is being terminated",
+                      type.qualified_resource(), name, ref.ns),
+          {{"name", name}, {"kind", type.plural}});
+    }
+  }
+  std::string key = object_key(type.namespaced ? ref.ns : "", name);
+  if (lookup(type.storage_key, key)) return already_exists(type.qualified_resource(), name);
+
+  std::vector<std::string> warnings;
+  apply_builtin_defaults(type, body, next_cluster_ip);
+  if (auto problem = admit(type, body, options, warnings)) return *problem;
+  // Server-owned metadata.
+  json& owned = body["metadata"];
+  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "selfLink"}) {
+    owned.erase(k);
+  }
+  owned["uid"] = new_uid();
+  owned["creationTimestamp"] = now_text();
+  owned["generation"] = 1;
+  if (!from_apply) {
+    track_update(json(), body, default_manager(options), apply_context(type, false), now_text());
+  }
+  if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io") {
+    body.erase("status");
+  }
+  if (options.dry_run) {
+    return ApiResult{201, *present(type, std::make_shared<const json>(body)), warnings};
+  }
+  json stored = to_storage(type, std::move(body));
+  set_rv(stored, next_rv());
+  auto object = std::make_shared<const json>(std::move(stored));
+  put(type.storage_key, key, object, nullptr);
+  after_write(type, *object, false);
+  ResourceRef written = ref;
+  written.name = name;
+  record_write("create", type, written, default_manager(options), options.user_agent, 201);
+  ObjectPtr latest = lookup(type.storage_key, key);
+  return ApiResult{201, *present(type, latest ? latest : object), warnings};
+}
+
+ApiResult ApiStore::Impl::update(const ResourceType& type, const ResourceRef& ref, json body,
+                                 const WriteOptions& options) {
+  bool status_endpoint = ref.subresource == "status";
+  if (!ref.subresource.empty() && !(status_endpoint && type.has_status_subresource)) {
+    return unknown_resource();
+  }
+  if (auto problem = check_kind(type, body)) return *problem;
+  std::string body_name = body["metadata"].value("name", "");
+  if (body_name != ref.name) {
+    return bad_request(
+        fmt::format("the name of the object ({}) does not match the name on the URL ({})",
+                    body_name, ref.name));
+  }
+  if (type.namespaced) {
+    std::string body_ns = body["metadata"].value("namespace", "");
+    if (!body_ns.empty() && body_ns != ref.ns) {
+      return bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request");
+    }
+  }
+  ObjectPtr current = lookup(type.storage_key, object_key(type.namespaced ? ref.ns : "", ref.name));
+  if (!current) {
+    if (type.allow_create_on_update && !status_endpoint) {
+      body["metadata"].erase("resourceVersion");
+      return create(type, ref, std::move(body), options);
+    }
+    return not_found(type.qualified_resource(), ref.name);
+  }
+  if (!body["metadata"].contains("resourceVersion") && !type.allow_unconditional_update) {
+    return invalid(type.qualified_kind(), ref.name, type.kind, type.group,
+                   {{"FieldValueInvalid", "metadata.resourceVersion",
+                     "Invalid value: 0x0: must be specified for an update"}});
+  }
+  return write_update(type, ref, current, std::move(body), options, true, false);
+}
+
+ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceRef& ref,
+                                       const ObjectPtr& current, json next,
+                                       const WriteOptions& options, bool check_rv,
+                                       bool managed_fields_done) {
+  bool status_endpoint = ref.subresource == "status";
+  const json before = *present(type, current);
+  if (check_rv && next.contains("/metadata/resourceVersion"_json_pointer)) {
+    const json& wanted = next["/metadata/resourceVersion"_json_pointer];
+    if (!wanted.is_string() || wanted != before["metadata"]["resourceVersion"]) {
+      return conflict(type.qualified_resource(), ref.name,
+                      "the object has been modified; please apply your changes to the latest "
+                      "version and try again");
+    }
+  }
+  // What each endpoint may change.
+  if (type.has_status_subresource) {
+    if (status_endpoint) {
+      json status = next.contains("status") ? next["status"] : json();
+      json metadata = next["metadata"];
+      next = before;
+      if (status.is_null()) {
+        next.erase("status");
+      } else {
+        next["status"] = status;
+      }
+      // /status keeps metadata except what apply/patch tracked in managedFields.
+      if (managed_fields_done && metadata.contains("managedFields")) {
+        next["metadata"]["managedFields"] = metadata["managedFields"];
+      }
+    } else {
+      if (before.contains("status")) {
+        next["status"] = before["status"];
+      } else {
+        next.erase("status");
+      }
+    }
+  }
+  json& meta = next["metadata"];
+  const json& old_meta = before["metadata"];
+  for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "generation", "namespace", "name"}) {
+    if (old_meta.contains(k)) {
+      meta[k] = old_meta[k];
+    } else {
+      meta.erase(k);
+    }
+  }
+  meta.erase("selfLink");
+  if (!meta.contains("managedFields") && old_meta.contains("managedFields")) {
+    meta["managedFields"] = old_meta["managedFields"];
+  }
+  // Finalizers can only be removed once deletion started.
+  if (old_meta.contains("deletionTimestamp")) {
+    std::set<std::string> old_f = finalizers_of(before), new_f = finalizers_of(next);
+    std::vector<std::string> added;
+    for (const auto& f : new_f) {
+      if (!old_f.count(f)) added.push_back(f);
+    }
+    if (!added.empty()) {
+      std::string list;
+      for (const auto& f : added) {
+        if (!list.empty()) list.append(", ");
+        list.append(fmt::format("\"{}\"", f));
+      }
+      return invalid(type.qualified_kind(), ref.name, type.kind, type.group,
+                     {{"FieldValueForbidden", "metadata.finalizers",
+                       fmt::format("Forbidden: no new finalizers can be added if the object is "
+                                   "being deleted, found new finalizers []string{{{}}}",
+                                   list)}});
+    }
+  }
+  std::vector<std::string> warnings;
+  if (auto problem = admit(type, next, options, warnings)) return *problem;
+  if (spec_part(next, type.has_status_subresource) !=
+      spec_part(before, type.has_status_subresource)) {
+    meta = next["metadata"];
+    meta["generation"] = before["metadata"].value("generation", 1) + 1;
+    next["metadata"] = meta;
+  }
+  if (!managed_fields_done) {
+    track_update(before, next, default_manager(options), apply_context(type, status_endpoint),
+                 now_text());
+  }
+  bool finalized = old_meta.contains("deletionTimestamp") && finalizers_of(next).empty();
+  if (comparable(next) == comparable(before) && !finalized) {
+    return ApiResult{200, before, warnings};  // no-op: no new resourceVersion, no event
+  }
+  if (options.dry_run) return ApiResult{200, next, warnings};
+  json stored = to_storage(type, std::move(next));
+  set_rv(stored, next_rv());
+  auto object = std::make_shared<const json>(std::move(stored));
+  std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
+  put(type.storage_key, key, object, current);
+  if (finalized) {
+    // The last finalizer went: the object is deleted now.
+    ObjectPtr last = object;
+    json gone = *last;
+    set_rv(gone, next_rv());
+    erase(type.storage_key, key, std::make_shared<const json>(std::move(gone)));
+    after_write(type, *last, true);
+    collect_garbage({last->value("/metadata/uid"_json_pointer, std::string())}, {},
+                    {type.namespaced ? ref.ns : ""});
+  } else {
+    after_write(type, *object, false);
+    if (old_meta.contains("deletionTimestamp")) {
+      collect_garbage({}, {object->value("/metadata/uid"_json_pointer, std::string())}, {});
+    }
+  }
+  record_write(status_endpoint ? "update-status" : "update", type, ref, default_manager(options),
+               options.user_agent, 200);
+  return ApiResult{200, *present(type, object), warnings};
+}
+
+ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref,
+                                PatchType patch_type, std::string_view body,
+                                const WriteOptions& options) {
+  bool status_endpoint = ref.subresource == "status";
+  if (!ref.subresource.empty() && !(status_endpoint && type.has_status_subresource)) {
+    return unknown_resource();
+  }
+  json patch;
+  if (patch_type == PatchType::Apply) {
+    patch = json::parse(body, nullptr, false);
+    if (patch.is_discarded()) {
+#ifdef DEPL_DEVCLUSTER_HAVE_YAML
+      auto parsed = yaml_to_json(body);
+      if (!parsed) {
+        return bad_request(fmt::format("error decoding YAML: {}", parsed.error().message));
+      }
+      patch = std::move(*parsed);
+#else
+      return bad_request("apply patch body must be JSON (YAML support is not built in)");
+#endif
+    }
+  } else {
+    patch = json::parse(body, nullptr, false);
+    if (patch.is_discarded()) {
+      return bad_request("error decoding patch: the body is not valid JSON");
+    }
+  }
+  std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
+  ObjectPtr current = lookup(type.storage_key, key);
+  if (patch_type == PatchType::Apply) {
+    std::string manager = options.field_manager;
+    if (manager.empty()) {
+      return invalid(
+          "PatchOptions.meta.k8s.io", "", "PatchOptions", "meta.k8s.io",
+          {{"FieldValueRequired", "fieldManager", "Required value: is required for apply patch"}});
+    }
+    json config = patch;
+    if (auto problem = check_kind(type, config)) return *problem;
+    if (config["metadata"].value("name", "") != ref.name) {
+      return bad_request(
+          fmt::format("the name of the object ({}) does not match the name on the URL ({})",
+                      config["metadata"].value("name", ""), ref.name));
+    }
+    ApplyContext context = apply_context(type, status_endpoint);
+    json live = current ? *present(type, current) : json();
+    auto outcome = server_side_apply(live, config, manager, options.force, context, now_text());
+    if (!outcome) return outcome.error();
+    if (!current) {
+      if (status_endpoint) return not_found(type.qualified_resource(), ref.name);
+      return create(type, ref, std::move(outcome->object), options, true);
+    }
+    return write_update(type, ref, current, std::move(outcome->object), options, true, true);
+  }
+  if (!current) return not_found(type.qualified_resource(), ref.name);
+  json live = *present(type, current);
+  json next;
+  switch (patch_type) {
+    case PatchType::Merge:
+      if (!patch.is_object()) return bad_request("merge patch must be a JSON object");
+      next = apply_merge_patch(live, patch);
+      break;
+    case PatchType::Json: {
+      auto patched = apply_json_patch(live, patch);
+      if (!patched) return status_error(422, "Invalid", patched.error().message);
+      next = std::move(*patched);
+      break;
+    }
+    case PatchType::Strategic: {
+      if (type.custom) {
+        return status_error(415, "UnsupportedMediaType",
+                            "the body of the request was in an unknown format - accepted media "
+                            "types include: application/json-patch+json, "
+                            "application/merge-patch+json, application/apply-patch+yaml");
+      }
+      auto patched = apply_strategic_merge_patch(live, patch);
+      if (!patched) return bad_request(patched.error().message);
+      next = std::move(*patched);
+      break;
+    }
+    case PatchType::Apply:
+      break;
+  }
+  if (!next.is_object()) return bad_request("the patched object is not a JSON object");
+  if (auto problem = check_kind(type, next)) return *problem;
+  if (next["metadata"].value("name", "") != ref.name) {
+    return bad_request("the name of the patched object does not match the name on the URL");
+  }
+  return write_update(type, ref, current, std::move(next), options, true, false);
+}
+
+void ApiStore::Impl::after_write(const ResourceType& type, const json& object, bool deleted) {
+  std::string name = object.value("/metadata/name"_json_pointer, std::string());
+  if (type.group == "apiextensions.k8s.io" && type.plural == "customresourcedefinitions") {
+    // Remove this CRD's old types; their objects go when the CRD goes.
+    std::vector<ResourceType> old = crd_types[name];
+    std::erase_if(types, [&](const ResourceType& t) {
+      return std::any_of(old.begin(), old.end(), [&](const ResourceType& o) {
+        return o.group == t.group && o.version == t.version && o.plural == t.plural;
+      });
+    });
+    crd_types.erase(name);
+    ++registry_generation;
+    if (deleted || object.contains("/metadata/deletionTimestamp"_json_pointer)) {
+      if (!old.empty()) {
+        std::string storage_key = old.front().storage_key;
+        auto s = storage.find(storage_key);
+        if (s != storage.end()) {
+          std::vector<std::string> keys;
+          for (const auto& [k, v] : s->second) keys.push_back(k);
+          for (const auto& k : keys) remove_now(storage_key, k);
+        }
+      }
+      return;
+    }
+    auto established = resource_types_from_crd(object);
+    if (!established) return;
+    // NamesAccepted: the plural and kind must not be served by another CRD or a built-in.
+    bool conflict = false;
+    for (const auto& t : *established) {
+      for (const auto& other : types) {
+        if (other.group == t.group && (other.plural == t.plural || other.kind == t.kind)) {
+          conflict = true;
+        }
+      }
+    }
+    json status = object.value("status", json::object());
+    std::string time = now_text();
+    json names = object["spec"]["names"];
+    if (!names.contains("listKind")) names["listKind"] = names["kind"].get<std::string>() + "List";
+    if (!names.contains("singular")) names["singular"] = established->front().singular;
+    json conditions = json::array();
+    if (conflict) {
+      conditions.push_back({{"type", "NamesAccepted"},
+                            {"status", "False"},
+                            {"lastTransitionTime", time},
+                            {"reason", "NameConflict"},
+                            {"message", "the names conflict with another resource"}});
+      conditions.push_back({{"type", "Established"},
+                            {"status", "False"},
+                            {"lastTransitionTime", time},
+                            {"reason", "NotAccepted"},
+                            {"message", "not all names are accepted"}});
+    } else {
+      conditions.push_back({{"type", "NamesAccepted"},
+                            {"status", "True"},
+                            {"lastTransitionTime", time},
+                            {"reason", "NoConflicts"},
+                            {"message", "no conflicts found"}});
+      conditions.push_back({{"type", "Established"},
+                            {"status", "True"},
+                            {"lastTransitionTime", time},
+                            {"reason", "InitialNamesAccepted"},
+                            {"message", "the initial names have been accepted"}});
+      for (const auto& t : *established) types.push_back(t);
+      crd_types[name] = *established;
+    }
+    // Keep transition times of conditions whose status did not change.
+    for (auto& c : conditions) {
+      for (const auto& old_c : status.value("conditions", json::array())) {
+        if (old_c.value("type", "") == c["type"] && old_c.value("status", "") == c["status"] &&
+            old_c.contains("lastTransitionTime")) {
+          c["lastTransitionTime"] = old_c["lastTransitionTime"];
+        }
+      }
+    }
+    json stored_versions = json::array();
+    for (const auto& v : object["spec"]["versions"]) {
+      if (v.value("storage", false)) stored_versions.push_back(v["name"]);
+    }
+    json new_status = {{"conditions", conditions},
+                       {"acceptedNames", conflict ? json::object() : names},
+                       {"storedVersions", stored_versions}};
+    if (object.value("status", json()) != new_status) {
+      // The establishing controller's write: its own resourceVersion, as in a real cluster.
+      json updated = object;
+      updated["status"] = new_status;
+      set_rv(updated, next_rv());
+      std::string key = object_key("", name);
+      put(type.storage_key, key, std::make_shared<const json>(std::move(updated)),
+          lookup(type.storage_key, key));
+    }
+    return;
+  }
+  if (type.group.empty() && type.plural == "namespaces" && !deleted &&
+      !object.contains("/metadata/deletionTimestamp"_json_pointer)) {
+    // Every namespace gets its default service account (as the service account controller does).
+    std::string sa_key = object_key(name, "default");
+    if (!lookup("/serviceaccounts", sa_key)) {
+      json sa = {{"apiVersion", "v1"},
+                 {"kind", "ServiceAccount"},
+                 {"metadata",
+                  {{"name", "default"},
+                   {"namespace", name},
+                   {"uid", new_uid()},
+                   {"creationTimestamp", now_text()},
+                   {"generation", 1}}}};
+      set_rv(sa, next_rv());
+      put("/serviceaccounts", sa_key, std::make_shared<const json>(std::move(sa)), nullptr);
+    }
+  }
+}
+
+}  // namespace depl::devcluster
