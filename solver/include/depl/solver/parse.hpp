@@ -39,4 +39,8 @@ Expected<std::vector<Pool>, ValidationError> parse_pools_json(const nlohmann::js
 // the combined Problem. Fails only on what makes the pair unusable (no pools at all).
 Expected<Problem, ValidationError> combine(Problem job, std::vector<Pool> pools);
 
+// The warnings combine() does not fail on, one message per dangling reference
+// ("spec.datasets[0].locality[1]: no pool named \"x\" ..."), for the caller to log or print.
+std::vector<std::string> cross_reference_warnings(const Problem& problem);
+
 }  // namespace depl::solver
