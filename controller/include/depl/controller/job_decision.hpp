@@ -1,0 +1,89 @@
+// The reconcile logic of a DependableTrainingJob as one pure function: from the job and what
+// the caches show (its pods, the cluster's nodes and pods, other jobs' reservations) to what
+// should happen next (the status to write, objects to create or delete, events, when to look
+// again). Level-triggered and idempotent: running it twice on the same view decides the same.
+// The executor (job_reconciler.hpp) carries the decision out against the API server.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/controller/pool_discovery.hpp"
+#include "depl/controller/worker_pods.hpp"
+#include "depl/solver/solve.hpp"
+
+namespace depl::controller {
+
+// Everything decide() looks at. Vectors hold objects as served by the API.
+struct JobView {
+  nlohmann::json job;
+  std::vector<nlohmann::json> owned_pods;      // pods whose controller is this job
+  std::vector<nlohmann::json> owned_services;  // services whose controller is this job
+  bool token_secret_exists = false;
+  std::vector<nlohmann::json> nodes;
+  std::vector<nlohmann::json> all_pods;  // every pod (for GPUs in use)
+  GpuCatalog catalog;
+  std::vector<Reservation> reservations;  // GPUs promised to jobs created before this one
+  std::chrono::system_clock::time_point now;
+};
+
+struct DecideOptions {
+  PoolDefaults pool_defaults;
+  std::string progress_url;     // base URL workers report to
+  std::string checkpoint_root;  // overrides spec.checkpoint.path when set
+  RendezvousMode rendezvous = RendezvousMode::Dns;
+  solver::SolveOptions solve;
+  // Measures the solver (seconds); defaults to a steady clock when empty. Injected for tests.
+  std::function<double()> seconds_now;
+};
+
+struct EventSpec {
+  std::string type;    // Normal | Warning
+  std::string reason;  // CamelCase, documented in docs/troubleshooting.md
+  std::string message;
+};
+
+struct ObjectToDelete {
+  std::string kind;  // "Pod" | "Service"
+  std::string name;
+  std::string uid;  // precondition: delete only this incarnation
+};
+
+struct Decision {
+  std::optional<nlohmann::json> status;  // the whole new status when it changed
+  bool ensure_token_secret = false;      // create the progress-token Secret (random token)
+  std::vector<nlohmann::json> create;    // Pods and Services, in order
+  std::vector<ObjectToDelete> remove;
+  std::vector<EventSpec> events;
+  std::optional<std::chrono::seconds> requeue_after;
+  bool delete_job = false;    // ttlSecondsAfterFinished has passed
+  double solve_seconds = -1;  // time spent in the solver, when it ran
+  bool replanned = false;     // the plan in force changed
+};
+
+Decision decide(const JobView& view, const DecideOptions& options);
+
+// Condition types and phases, spelled once.
+namespace conditions {
+inline constexpr const char* kValid = "Valid";
+inline constexpr const char* kPlanned = "Planned";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+}  // namespace conditions
+namespace phases {
+inline constexpr const char* kPending = "Pending";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kSuspended = "Suspended";
+}  // namespace phases
+
+// RFC 3339 in UTC with seconds ("2026-11-22T05:00:00Z").
+std::string rfc3339(std::chrono::system_clock::time_point t);
+
+}  // namespace depl::controller

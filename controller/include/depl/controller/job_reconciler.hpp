@@ -1,0 +1,66 @@
+// Reconciles one DependableTrainingJob: gathers its view from the informer caches, asks
+// decide() what to do, and carries the decision out through the API client (status first, so a
+// counted failure or a new plan is never lost, then deletions and creations, then events). Every
+// step is idempotent: deterministic pod names, uid preconditions on deletes, resourceVersion
+// preconditions on status writes.
+#pragma once
+
+#include <functional>
+#include <stop_token>
+#include <string>
+
+#include "depl/common/clock.hpp"
+#include "depl/controller/job_decision.hpp"
+#include "depl/controller/metrics.hpp"
+#include "depl/kube/client.hpp"
+#include "depl/kube/runtime/controller.hpp"
+#include "depl/kube/runtime/store.hpp"
+
+namespace depl::controller {
+
+struct JobCaches {
+  const kube::Store& jobs;
+  const kube::Store& pods;  // every pod (GPU accounting) — owned ones found by owner uid
+  const kube::Store& nodes;
+  const kube::Store& services;     // services the operator manages
+  const kube::Store& secrets;      // secrets the operator manages
+  const kube::Store& config_maps;  // the GPU catalog
+};
+
+struct ReconcilerOptions {
+  DecideOptions decide;
+  std::string catalog_namespace = "depl-system";  // where depl-gpu-catalog lives
+  std::string catalog_name = "depl-gpu-catalog";
+  std::string field_manager = "depl-controller";
+};
+
+// Records an Event about an object (the runtime's recorder in production).
+using EventSink = std::function<void(const nlohmann::json& object, const EventSpec& event)>;
+
+class JobReconciler {
+ public:
+  JobReconciler(kube::Client& client, JobCaches caches, Clock& clock, EventSink events,
+                MetricsRegistry& metrics, ReconcilerOptions options);
+
+  Expected<kube::Action, kube::ReconcileError> reconcile(const kube::ObjectKey& key,
+                                                         std::stop_token stop);
+
+  // The view decide() gets for `job` (exposed for tests and `kubectl depl status`).
+  JobView view_of(const nlohmann::json& job) const;
+
+ private:
+  std::vector<Reservation> reservations_for(const nlohmann::json& job) const;
+  Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
+
+  kube::Client& client_;
+  JobCaches caches_;
+  Clock& clock_;
+  EventSink events_;
+  MetricsRegistry& metrics_;
+  ReconcilerOptions options_;
+};
+
+// Declares the controller's metrics in `registry` (names in docs/operations.md).
+void describe_controller_metrics(MetricsRegistry& registry);
+
+}  // namespace depl::controller

@@ -1,0 +1,95 @@
+// The progress endpoint workers report to after every epoch:
+//   POST /v1/namespaces/<ns>/jobs/<name>/progress
+//   Authorization: Bearer <the job's token>       body {"phase","rank","epoch","loss"}
+// answered with {"action": "continue" | "checkpointAndExit", ...}. A report is acknowledged
+// (200) only after it is in the job's status, so an acknowledged report is never lost.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/common/clock.hpp"
+#include "depl/common/expected.hpp"
+#include "depl/controller/http_server.hpp"
+
+namespace depl::controller {
+
+struct ProgressReport {
+  int phase = 0;
+  int rank = 0;
+  int epoch = 0;  // global epoch number just completed (DEPL_START_EPOCH + epochs this run)
+  double loss = 0;
+};
+
+// Parses and checks a report body; the error names the field ("epoch: must be an integer >= 1").
+Expected<ProgressReport> parse_progress_report(const std::string& body);
+
+struct ProgressOutcome {
+  int http_status = 200;
+  std::string action;           // continue | checkpointAndExit (when http_status == 200)
+  std::string message;          // for errors, and why a worker is told to stop
+  bool status_changed = false;  // the job's status was updated (write it back)
+};
+
+// Applies a report to the job object in place (its status.progress). Pure. Reports of rank 0
+// record the loss; reports for an epoch already recorded change nothing (retries and restarted
+// workers re-send); reports from a phase that is no longer running are told to stop.
+ProgressOutcome apply_progress(nlohmann::json& job, const ProgressReport& report);
+
+// What the endpoint needs from the cluster; implemented over the API client in production.
+class JobAccess {
+ public:
+  virtual ~JobAccess() = default;
+  // The job as the API server has it now (not the cache: reports must build on the latest).
+  virtual Expected<nlohmann::json> get_job(const std::string& ns, const std::string& name) = 0;
+  // Writes the job's status with its resourceVersion as precondition; false on a conflict.
+  virtual Expected<bool> write_status(const nlohmann::json& job) = 0;
+  // The job's progress token, or an error when the Secret is missing.
+  virtual Expected<std::string> token(const std::string& ns, const std::string& name) = 0;
+};
+
+struct ProgressEndpointOptions {
+  int conflict_retries = 5;
+  double reports_per_second = 20;  // per job
+  double burst = 40;
+};
+
+class ProgressEndpoint {
+ public:
+  // `on_recorded(ns, name)` runs after a report changed a job's status (to enqueue a reconcile).
+  ProgressEndpoint(JobAccess& access, Clock& clock,
+                   std::function<void(const std::string&, const std::string&)> on_recorded,
+                   ProgressEndpointOptions options = {});
+
+  HttpReply handle(const HttpRequestView& request);
+
+  // Counts of answered reports by HTTP status, for metrics.
+  std::map<int, std::uint64_t> answered() const;
+
+ private:
+  bool allow(const std::string& job_key);
+
+  JobAccess& access_;
+  Clock& clock_;
+  std::function<void(const std::string&, const std::string&)> on_recorded_;
+  ProgressEndpointOptions options_;
+  mutable std::mutex mutex_;
+  struct Bucket {
+    double tokens = 0;
+    Clock::TimePoint last{};
+  };
+  std::map<std::string, Bucket> buckets_;
+  std::map<int, std::uint64_t> answered_;
+};
+
+// Compares two secrets in time that depends only on their lengths.
+bool constant_time_equal(const std::string& a, const std::string& b);
+
+}  // namespace depl::controller

@@ -1,0 +1,686 @@
+#include "depl/controller/job_decision.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "depl/controller/job_status.hpp"
+#include "depl/controller/replan.hpp"
+#include "depl/solver/parse.hpp"
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxCountedFailures = 50;
+
+std::string str(const json& j, const char* key, const std::string& fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+long generation_of(const json& job) {
+  const json& meta = job["metadata"];
+  auto it = meta.find("generation");
+  return it != meta.end() && it->is_number_integer() ? it->get<long>() : 1;
+}
+
+std::string pod_phase(const json& pod) {
+  auto st = pod.find("status");
+  return st != pod.end() && st->is_object() ? str(*st, "phase", "Pending") : "Pending";
+}
+
+bool is_terminating(const json& object) {
+  return object["metadata"].contains("deletionTimestamp");
+}
+
+int label_int(const json& object, const char* key) {
+  const json& labels = object["metadata"].value("labels", json::object());
+  auto it = labels.find(key);
+  if (it == labels.end() || !it->is_string()) return -1;
+  try {
+    return std::stoi(it->get<std::string>());
+  } catch (...) {
+    return -1;
+  }
+}
+
+std::string short_plan(const PlanRecord& plan) {
+  std::string out;
+  for (const auto& p : plan.phases) {
+    if (!out.empty()) out += " -> ";
+    out += fmt::format("{} x{} on {} ({} workers)", p.model, p.epochs, p.pool, p.workers);
+  }
+  return out;
+}
+
+// The first line of each validation message, capped, for a condition message.
+std::string summarise(const std::vector<std::string>& messages) {
+  std::string out;
+  for (std::size_t i = 0; i < messages.size() && i < 5; ++i) {
+    if (!out.empty()) out += "; ";
+    out += messages[i];
+  }
+  if (messages.size() > 5) out += fmt::format("; and {} more", messages.size() - 5);
+  return out;
+}
+
+double default_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Decider {
+ public:
+  Decider(const JobView& view, const DecideOptions& options)
+      : view_(view), options_(options), job_(view.job) {
+    status_ =
+        job_.contains("status") && job_["status"].is_object() ? job_["status"] : json::object();
+    original_status_ = status_;
+    generation_ = generation_of(job_);
+    now_ = rfc3339(view.now);
+    name_ = str(job_["metadata"], "name");
+  }
+
+  Decision run() {
+    if (job_["metadata"].contains("deletionTimestamp")) return std::move(decision_);
+    auto problem = solver::parse_job_json(job_);
+    if (!problem) {
+      invalid(problem.error().messages);
+      return finish();
+    }
+    condition(conditions::kValid, true, "Valid", "the spec is valid");
+    problem_ = std::move(*problem);
+    spec_ = job_["spec"];
+
+    const std::string phase = str(status_, "phase");
+    if (phase == phases::kSucceeded || phase == phases::kFailed) {
+      finished();
+      return finish();
+    }
+    if (spec_.value("suspend", false)) {
+      suspend();
+      return finish();
+    }
+    if (!view_.token_secret_exists) decision_.ensure_token_secret = true;
+    if (!status_.contains("startedAt")) status_["startedAt"] = now_;
+    if (!plan_and_run()) return finish();
+    return finish();
+  }
+
+ private:
+  // ---- outcomes -------------------------------------------------------------------------
+
+  Decision finish() {
+    status_["observedGeneration"] = generation_;
+    if (status_ != original_status_) decision_.status = status_;
+    return std::move(decision_);
+  }
+
+  void condition(const char* type, bool value, const std::string& reason,
+                 const std::string& message) {
+    set_condition(status_, type, value, reason, message, generation_, now_);
+  }
+
+  void event(const char* type, const std::string& reason, const std::string& message) {
+    decision_.events.push_back({type, reason, message});
+  }
+
+  void set_phase(const char* phase, const std::string& message) {
+    status_["phase"] = phase;
+    status_["message"] = message;
+  }
+
+  void delete_pods(bool only_running) {
+    for (const auto& pod : view_.owned_pods) {
+      if (is_terminating(pod)) continue;
+      if (only_running && (pod_phase(pod) == "Succeeded" || pod_phase(pod) == "Failed")) continue;
+      decision_.remove.push_back(
+          {"Pod", str(pod["metadata"], "name"), str(pod["metadata"], "uid")});
+    }
+  }
+
+  void invalid(const std::vector<std::string>& messages) {
+    const std::string text = summarise(messages);
+    const bool was_invalid = condition_status(status_, conditions::kValid) == false &&
+                             status_.value("message", "") == "spec is invalid: " + text;
+    condition(conditions::kValid, false, "InvalidSpec", text);
+    condition(conditions::kRunning, false, "InvalidSpec",
+              "no workers run while the spec is invalid");
+    if (str(status_, "phase") != phases::kSucceeded && str(status_, "phase") != phases::kFailed) {
+      set_phase(phases::kPending, "spec is invalid: " + text);
+    }
+    if (!was_invalid) event("Warning", "InvalidSpec", text);
+    delete_pods(/*only_running=*/true);
+    status_["replanRequested"] = true;  // the spec will change; plan again once it is valid
+  }
+
+  void finished() {
+    delete_pods(/*only_running=*/true);
+    auto ttl = spec_.find("ttlSecondsAfterFinished");
+    if (ttl == spec_.end() || !ttl->is_number_integer()) return;
+    const std::string finished_at = str(status_, "finishedAt");
+    std::tm tm{};
+    if (finished_at.empty() ||
+        strptime(finished_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
+      return;
+    }
+    const auto done = std::chrono::system_clock::from_time_t(timegm(&tm));
+    const auto expiry = done + std::chrono::seconds(ttl->get<long>());
+    if (view_.now >= expiry) {
+      decision_.delete_job = true;
+    } else {
+      decision_.requeue_after =
+          std::chrono::duration_cast<std::chrono::seconds>(expiry - view_.now) +
+          std::chrono::seconds(1);
+    }
+  }
+
+  void suspend() {
+    delete_pods(/*only_running=*/true);
+    if (str(status_, "phase") != phases::kSuspended) {
+      event("Normal", "Suspended", "workers stopped; the job resumes from its last checkpoint");
+    }
+    set_phase(phases::kSuspended, "suspended: workers stopped, progress kept");
+    condition(conditions::kRunning, false, "Suspended", "spec.suspend is true");
+    status_["replanRequested"] = true;  // capacity may differ on resume
+  }
+
+  void terminal(bool success, const std::string& reason, const std::string& message) {
+    set_phase(success ? phases::kSucceeded : phases::kFailed, message);
+    condition(conditions::kRunning, false, reason, message);
+    condition(success ? conditions::kSucceeded : conditions::kFailed, true, reason, message);
+    status_["finishedAt"] = now_;
+    event(success ? "Normal" : "Warning", reason, message);
+    delete_pods(/*only_running=*/true);
+  }
+
+  // ---- planning ---------------------------------------------------------------------------
+
+  double seconds_now() const {
+    return options_.seconds_now ? options_.seconds_now() : default_seconds_now();
+  }
+
+  // Solves `problem` and records the time spent.
+  Expected<solver::SolveResult> timed_solve(const solver::Problem& problem) {
+    const double start = seconds_now();
+    auto result = solver::solve(problem, options_.solve);
+    const double took = seconds_now() - start;
+    decision_.solve_seconds = std::max(0.0, decision_.solve_seconds) + took;
+    if (result) {
+      last_solve_seconds_ = took;
+    }
+    return result;
+  }
+
+  PlanRecord record_of(const solver::SolveResult& result, const solver::Problem& problem) const {
+    PlanRecord r = to_record(result.plan, problem, result.figures);
+    r.algorithm = solver::to_string(result.algorithm);
+    r.solve_seconds = last_solve_seconds_;
+    return r;
+  }
+
+  void infeasible(const std::string& reason, bool running) {
+    const bool already = condition_status(status_, conditions::kPlanned) == false &&
+                         status_.value("message", "") == "no feasible plan: " + reason;
+    condition(conditions::kPlanned, false, "Infeasible", reason);
+    if (!running) {
+      set_phase(phases::kPending, "no feasible plan: " + reason);
+      condition(conditions::kRunning, false, "Infeasible", reason);
+    }
+    if (!already) event("Warning", "Infeasible", reason);
+  }
+
+  void adopt(PlanRecord record, const char* reason, int epoch) {
+    const auto previous = plan_from_json(status_);
+    record.revision = previous ? previous->revision + 1 : 1;
+    const std::string summary = fmt::format(
+        "plan {}: {}; predicted cost {:.4g}, {:.0f} s, P(target) {:.4f}", record.revision,
+        short_plan(record), record.cost, record.duration_seconds, record.probability);
+    status_["plan"] = to_json(record);
+    status_["plannedAtEpoch"] = epoch;
+    status_.erase("replanRequested");
+    condition(conditions::kPlanned, true, reason, summary);
+    event("Normal", reason, summary);
+    decision_.replanned = true;
+  }
+
+  // Plans (or re-plans) when needed, then drives the running phase. Returns false when the job
+  // cannot run now.
+  bool plan_and_run() {
+    std::vector<solver::Pool> pools;
+    DiscoveredPools found =
+        discover_pools(view_.nodes, view_.all_pods, view_.catalog, options_.pool_defaults,
+                       str(job_["metadata"], "uid"), view_.reservations);
+    pool_labels_ = found.pool_label;
+    auto full = solver::combine(problem_, found.pools);
+    if (!full) {
+      infeasible(fmt::format("no node pool with free GPUs{}{}", found.notes.empty() ? "" : ": ",
+                             summarise(found.notes)),
+                 false);
+      return false;
+    }
+    full_ = std::move(*full);
+
+    ProgressRecord progress = progress_from_json(status_);
+    std::optional<PlanRecord> plan = plan_from_json(status_);
+    std::optional<solver::Plan> solver_plan;
+    if (plan) {
+      auto mapped = to_solver_plan(*plan, full_);
+      if (mapped) solver_plan = *mapped;
+    }
+    const bool spec_changed =
+        status_.contains("observedGeneration") && status_["observedGeneration"] != generation_;
+    const bool requested = status_.value("replanRequested", false);
+    const bool running = plan && progress.epoch > 0;
+
+    if (!plan || !solver_plan || spec_changed || requested) {
+      // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.
+      if (!running || !solver_plan) {
+        if (!replan_from_scratch(progress, plan)) return false;
+      } else if (!replan_remaining(*plan, *solver_plan, progress, /*adopt_always=*/true)) {
+        return false;
+      }
+    } else if (spec_.value("replan", "OnDeviation") == "OnDeviation" &&
+               progress.epoch > status_.value("plannedAtEpoch", 0) && progress.loss) {
+      replan_remaining(*plan, *solver_plan, progress, /*adopt_always=*/false);
+    }
+    return run_phase();
+  }
+
+  bool replan_from_scratch(const ProgressRecord& progress, const std::optional<PlanRecord>& old) {
+    solver::Problem problem = full_;
+    if (old && progress.epoch > 0) {
+      // The plan in force names a pool that is gone: keep its data and continue from the
+      // observed loss on what the cluster has now.
+      std::vector<solver::Dataset> kept;
+      for (const auto& name : old->datasets) {
+        const int i = full_.dataset_index(name);
+        if (i >= 0) kept.push_back(full_.datasets[static_cast<std::size_t>(i)]);
+      }
+      if (!kept.empty()) {
+        problem.datasets = kept;
+        problem.fixed_datasets = true;
+      }
+      const Position pos = position_of(*old, progress);
+      const PhaseRecord& at = old->phases[pos.phase];
+      problem.start = solver::StartState{at.model, "", progress.loss.value_or(0), 0.0};
+      problem.training.max_epochs -= progress.epoch;
+      if (problem.training.max_epochs < 1) {
+        terminal(false, "TargetMissed", "the epoch horizon is used up");
+        return false;
+      }
+    }
+    auto result = timed_solve(problem);
+    if (!result) {
+      infeasible(result.error().message, false);
+      return false;
+    }
+    if (!result->feasible) {
+      infeasible(result->reason, false);
+      return false;
+    }
+    PlanRecord record = record_of(*result, problem);
+    if (old && progress.epoch > 0) {
+      // Completed phases stay as run; the new plan continues after them.
+      const Position pos = position_of(*old, progress);
+      solver::Figures spent;
+      if (auto mapped = to_solver_plan(*old, full_)) {
+        solver::Problem scratch = full_;
+        scratch.target.deadline_seconds.reset();
+        scratch.target.budget.reset();
+        spent = solver::evaluate(scratch, executed_prefix(*mapped, pos));
+      }
+      PlanRecord spliced = splice(*old, pos, spent, record);
+      // The running phase's pool is gone: it ends where it is.
+      adopt(spliced, "Replanned", progress.epoch);
+    } else {
+      adopt(record, "Planned", progress.epoch);
+    }
+    return true;
+  }
+
+  bool replan_remaining(const PlanRecord& plan, const solver::Plan& solver_plan,
+                        const ProgressRecord& progress, bool adopt_always) {
+    const Position pos = position_of(plan, progress);
+    auto rest = remaining_problem(full_, solver_plan, pos, progress.loss);
+    status_["plannedAtEpoch"] = progress.epoch;
+    if (!rest) {
+      if (adopt_always) infeasible(rest.error().message, true);
+      return !adopt_always;
+    }
+    auto result = timed_solve(*rest);
+    if (!result || !result->feasible) {
+      const std::string why = result ? result->reason : result.error().message;
+      if (adopt_always) {
+        infeasible(why, true);
+        return false;
+      }
+      // Keep the plan in force; say that the rest no longer meets the promise on its own.
+      status_["message"] =
+          fmt::format("re-plan at epoch {} found no feasible plan ({}); keeping plan {}",
+                      progress.epoch, why, plan.revision);
+      return true;
+    }
+    solver::Problem scratch = full_;
+    scratch.target.deadline_seconds.reset();
+    scratch.target.budget.reset();
+    const solver::Figures spent = solver::evaluate(scratch, executed_prefix(solver_plan, pos));
+    PlanRecord next = splice(plan, pos, spent, record_of(*result, *rest));
+    if (adopt_always || changes_course(plan, next, pos)) {
+      adopt(next, "Replanned", progress.epoch);
+    } else {
+      // Same course: refresh the predicted figures only.
+      next.revision = plan.revision;
+      status_["plan"] = to_json(next);
+    }
+    return true;
+  }
+
+  // ---- running ----------------------------------------------------------------------------
+
+  bool run_phase() {
+    PlanRecord plan = *plan_from_json(status_);
+    ProgressRecord progress = progress_from_json(status_);
+    auto mapped = to_solver_plan(plan, full_);
+    if (!mapped) {
+      status_["replanRequested"] = true;
+      decision_.requeue_after = std::chrono::seconds(1);
+      return false;
+    }
+    Position pos = position_of(plan, progress);
+    const int stop_after = pos.phase_start_epoch + plan.phases[pos.phase].epochs;
+
+    // Pods of other phases that still run are leftovers (a re-plan moved on): stop them first.
+    bool leftovers = false;
+    std::vector<const json*> current;
+    for (const auto& pod : view_.owned_pods) {
+      const int phase = label_int(pod, kPhaseLabel);
+      if (phase == static_cast<int>(pos.phase)) {
+        current.push_back(&pod);
+        continue;
+      }
+      const std::string ph = pod_phase(pod);
+      if (ph == "Succeeded" || ph == "Failed") continue;
+      leftovers = true;
+      if (!is_terminating(pod)) {
+        decision_.remove.push_back(
+            {"Pod", str(pod["metadata"], "name"), str(pod["metadata"], "uid")});
+      }
+    }
+    for (const auto& svc : view_.owned_services) {
+      if (label_int(svc, kPhaseLabel) != static_cast<int>(pos.phase) && !is_terminating(svc)) {
+        decision_.remove.push_back(
+            {"Service", str(svc["metadata"], "name"), str(svc["metadata"], "uid")});
+      }
+    }
+    update_spent(*mapped, pos);
+    if (leftovers) return true;
+
+    const solver::Phase& phase = mapped->phases[pos.phase];
+    progress.stop_after_epoch = stop_after;
+    status_["progress"]["stopAfterEpoch"] = stop_after;
+    status_["progress"]["phase"] = pos.phase;
+    status_["progress"]["model"] = plan.phases[pos.phase].model;
+    status_["progress"]["pool"] = plan.phases[pos.phase].pool;
+
+    if (progress.epoch >= stop_after) {
+      // The phase has done its epochs; finish it once its workers are gone.
+      bool busy = false;
+      for (const json* pod : current) {
+        const std::string ph = pod_phase(*pod);
+        busy = busy || (ph != "Succeeded" && ph != "Failed" && !is_terminating(*pod));
+      }
+      if (busy) return true;
+      return advance(plan, progress, pos);
+    }
+
+    if (current.empty()) {
+      start_round(plan, *mapped, progress, pos, stop_after - progress.epoch);
+      return true;
+    }
+
+    int succeeded = 0, failed = 0, terminating = 0;
+    for (const json* pod : current) {
+      if (is_terminating(*pod)) {
+        ++terminating;
+        continue;
+      }
+      const std::string ph = pod_phase(*pod);
+      if (ph == "Succeeded") ++succeeded;
+      if (ph == "Failed") {
+        ++failed;
+        count_failure(*pod);
+      }
+    }
+    if (terminating > 0) return true;  // wait until the old incarnations are gone
+    const int limit = spec_.value("backoffLimit", 3);
+    progress = progress_from_json(status_);
+    if (failed > 0) {
+      if (progress.failures > limit) {
+        terminal(false, "BackoffLimitExceeded",
+                 fmt::format("phase {} failed {} times (backoffLimit {})", pos.phase,
+                             progress.failures, limit));
+        return false;
+      }
+      // Synchronous data-parallel ranks cannot continue without a peer: restart the phase
+      // from the last checkpoint.
+      for (const json* pod : current) {
+        decision_.remove.push_back(
+            {"Pod", str((*pod)["metadata"], "name"), str((*pod)["metadata"], "uid")});
+      }
+      return true;
+    }
+    if (succeeded == static_cast<int>(current.size()) && succeeded >= phase.workers) {
+      // All workers exited 0 before the planned epochs: the plan grew after they started (or
+      // they stopped early). Start another round of the same phase from the checkpoint.
+      if (progress.round > limit + plan.phases[pos.phase].epochs) {
+        terminal(
+            false, "NoProgress",
+            fmt::format("workers of phase {} keep exiting without reporting progress", pos.phase));
+        return false;
+      }
+      for (const json* pod : current) {
+        decision_.remove.push_back(
+            {"Pod", str((*pod)["metadata"], "name"), str((*pod)["metadata"], "uid")});
+      }
+      return true;
+    }
+    // Running: make sure every rank exists (a rank may have been deleted by hand).
+    std::vector<bool> present(static_cast<std::size_t>(phase.workers), false);
+    for (const json* pod : current) {
+      const int rank = label_int(*pod, kRankLabel);
+      if (rank >= 0 && rank < phase.workers) present[static_cast<std::size_t>(rank)] = true;
+    }
+    const PhaseLaunch launch =
+        launch_of(plan, *mapped, progress, pos, stop_after - progress.epoch, false);
+    for (int rank = 0; rank < phase.workers; ++rank) {
+      if (!present[static_cast<std::size_t>(rank)])
+        decision_.create.push_back(build_worker_pod(launch, rank));
+    }
+    set_phase(phases::kRunning, running_message(plan, progress, pos));
+    return true;
+  }
+
+  void count_failure(const json& pod) {
+    const std::string uid = str(pod["metadata"], "uid");
+    json& counted = status_["failedPods"];
+    if (!counted.is_array()) counted = json::array();
+    for (const auto& u : counted) {
+      if (u == uid) return;
+    }
+    counted.push_back(uid);
+    while (counted.size() > kMaxCountedFailures) counted.erase(counted.begin());
+    const int failures = status_["progress"].value("failures", 0) + 1;
+    status_["progress"]["failures"] = failures;
+    std::string detail;
+    const json& statuses = pod["status"].value("containerStatuses", json::array());
+    for (const auto& cs : statuses) {
+      const json& term = cs.value("state", json::object()).value("terminated", json::object());
+      if (term.contains("exitCode"))
+        detail = fmt::format(" (exit code {})", term["exitCode"].dump());
+    }
+    event("Warning", "WorkerFailed",
+          fmt::format("pod {} failed{}; restarting the phase from its checkpoint (failure {} of "
+                      "backoffLimit {})",
+                      str(pod["metadata"], "name"), detail, failures,
+                      spec_.value("backoffLimit", 3)));
+  }
+
+  PhaseLaunch launch_of(const PlanRecord& plan, const solver::Plan& mapped,
+                        const ProgressRecord& progress, const Position& pos, int epochs, bool) {
+    solver_plan_for_launch_ = mapped;
+    PhaseLaunch l;
+    l.job = &job_;
+    l.problem = &full_;
+    l.plan = &solver_plan_for_launch_;
+    l.phase = pos.phase;
+    l.start_epoch = progress.epoch;
+    l.epochs = std::max(1, epochs);
+    auto label = pool_labels_.find(plan.phases[pos.phase].pool);
+    l.pool_label = label != pool_labels_.end() ? label->second : "depl.dev/pool";
+    l.progress_url = options_.progress_url;
+    l.checkpoint_root = options_.checkpoint_root;
+    l.rendezvous = options_.rendezvous;
+    return l;
+  }
+
+  void start_round(const PlanRecord& plan, const solver::Plan& mapped,
+                   const ProgressRecord& progress, const Position& pos, int epochs) {
+    const PhaseLaunch launch = launch_of(plan, mapped, progress, pos, epochs, true);
+    const solver::Phase& phase = mapped.phases[pos.phase];
+    bool has_service = false;
+    for (const auto& svc : view_.owned_services) {
+      has_service = has_service || label_int(svc, kPhaseLabel) == static_cast<int>(pos.phase);
+    }
+    if (!has_service) decision_.create.push_back(build_rendezvous_service(launch));
+    for (int rank = 0; rank < phase.workers; ++rank)
+      decision_.create.push_back(build_worker_pod(launch, rank));
+    status_["progress"]["round"] = progress.round + 1;
+    const auto& rec = plan.phases[pos.phase];
+    event("Normal", "PhaseStarted",
+          fmt::format("phase {}: {} on {} with {} workers, epochs {} to {}", pos.phase, rec.model,
+                      rec.pool, rec.workers, progress.epoch + 1, progress.epoch + epochs));
+    set_phase(phases::kRunning, running_message(plan, progress, pos));
+    condition(conditions::kRunning, true, "PhaseStarted",
+              fmt::format("phase {} ({} on {})", pos.phase, rec.model, rec.pool));
+  }
+
+  bool advance(PlanRecord plan, ProgressRecord progress, const Position& pos) {
+    // The phase ran what it ran: record reality, then move on.
+    plan.phases[pos.phase].epochs = progress.epoch - pos.phase_start_epoch;
+    if (pos.phase + 1 < plan.phases.size()) {
+      status_["plan"]["phases"] = to_json(plan)["phases"];
+      status_["progress"]["phase"] = pos.phase + 1;
+      status_["progress"]["failures"] = 0;
+      status_["progress"]["round"] = 0;
+      event("Normal", "PhaseCompleted",
+            fmt::format("phase {} ({}) completed at epoch {}", pos.phase,
+                        plan.phases[pos.phase].model, progress.epoch));
+      decision_.requeue_after = std::chrono::seconds(0);
+      return true;
+    }
+    status_["plan"]["phases"] = to_json(plan)["phases"];
+    const double target = full_.target.loss;
+    if (progress.loss && *progress.loss <= target) {
+      terminal(true, "TargetReached",
+               fmt::format("loss {:.4g} <= target {:.4g} after {} epochs", *progress.loss, target,
+                           progress.epoch));
+      return false;
+    }
+    const std::string observed = progress.loss ? fmt::format("{:.4g}", *progress.loss) : "unknown";
+    if (spec_.value("replan", "OnDeviation") == "OnDeviation") {
+      auto mapped = to_solver_plan(plan, full_);
+      Position end = position_of(plan, progress);
+      end.done_in_phase = plan.phases[pos.phase].epochs;
+      if (mapped) {
+        auto rest = remaining_problem(full_, *mapped, end, progress.loss);
+        if (rest) {
+          auto result = timed_solve(*rest);
+          if (result && result->feasible) {
+            solver::Problem scratch = full_;
+            scratch.target.deadline_seconds.reset();
+            scratch.target.budget.reset();
+            const solver::Figures spent = solver::evaluate(scratch, executed_prefix(*mapped, end));
+            PlanRecord more = record_of(*result, *rest);
+            PlanRecord next = plan;
+            for (const auto& p : more.phases) next.phases.push_back(p);
+            next.cost = spent.cost + more.cost;
+            next.duration_seconds = spent.duration_seconds + more.duration_seconds;
+            next.loss_mean = more.loss_mean;
+            next.loss_stddev = more.loss_stddev;
+            next.probability = more.probability;
+            adopt(next, "Replanned", progress.epoch);
+            status_["progress"]["phase"] = pos.phase + 1;
+            status_["progress"]["failures"] = 0;
+            status_["progress"]["round"] = 0;
+            decision_.requeue_after = std::chrono::seconds(0);
+            return true;
+          }
+        }
+      }
+    }
+    terminal(false, "TargetMissed",
+             fmt::format("the plan ran out with loss {} above target {:.4g}", observed, target));
+    return false;
+  }
+
+  void update_spent(const solver::Plan& mapped, const Position& pos) {
+    solver::Problem scratch = full_;
+    scratch.target.deadline_seconds.reset();
+    scratch.target.budget.reset();
+    const solver::Plan prefix = executed_prefix(mapped, pos);
+    double cost = 0, seconds = 0;
+    if (!prefix.phases.empty()) {
+      const solver::Figures spent = solver::evaluate(scratch, prefix);
+      cost = spent.cost;
+      seconds = spent.duration_seconds;
+    }
+    // Never report less than before: status must not go backwards.
+    const ProgressRecord before = progress_from_json(status_);
+    status_["progress"]["cost"] = std::max(cost, before.cost);
+    status_["progress"]["seconds"] = std::max(seconds, before.seconds);
+  }
+
+  std::string running_message(const PlanRecord& plan, const ProgressRecord& progress,
+                              const Position& pos) const {
+    const auto& rec = plan.phases[pos.phase];
+    return fmt::format("phase {}/{}: {} on {} ({} workers), epoch {}{}", pos.phase + 1,
+                       plan.phases.size(), rec.model, rec.pool, rec.workers, progress.epoch,
+                       progress.loss ? fmt::format(", loss {:.4g}", *progress.loss) : "");
+  }
+
+  const JobView& view_;
+  const DecideOptions& options_;
+  const json& job_;
+  json spec_ = json::object();
+  json status_;
+  json original_status_;
+  long generation_ = 1;
+  std::string now_;
+  std::string name_;
+  solver::Problem problem_;
+  solver::Problem full_;
+  solver::Plan solver_plan_for_launch_;
+  std::map<std::string, std::string> pool_labels_;
+  double last_solve_seconds_ = 0;
+  Decision decision_;
+};
+
+}  // namespace
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Decision decide(const JobView& view, const DecideOptions& options) {
+  return Decider(view, options).run();
+}
+
+}  // namespace depl::controller

@@ -1,0 +1,209 @@
+#include "depl/controller/progress.hpp"
+
+#include <fmt/format.h>
+#include <cmath>
+
+#include "depl/controller/job_status.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+
+namespace {
+
+HttpReply reply(int status, json body) {
+  return {status, "application/json", body.dump()};
+}
+
+HttpReply error_reply(int status, const std::string& message) {
+  return reply(status, json{{"error", message}});
+}
+
+Expected<int> int_field(const json& body, const char* key, int minimum) {
+  auto it = body.find(key);
+  if (it == body.end()) return error(fmt::format("{}: required", key));
+  if (!it->is_number_integer() &&
+      !(it->is_number_float() && std::floor(it->get<double>()) == it->get<double>())) {
+    return error(fmt::format("{}: must be an integer >= {}, got {}", key, minimum, it->dump()));
+  }
+  const double v = it->get<double>();
+  if (v < minimum || v > 1e9) {
+    return error(fmt::format("{}: must be an integer >= {}, got {}", key, minimum, it->dump()));
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+Expected<ProgressReport> parse_progress_report(const std::string& body) {
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded())
+    return error("body: must be JSON like {\"phase\":0,\"rank\":0,\"epoch\":1,\"loss\":0.5}");
+  if (!parsed.is_object()) return error("body: must be a JSON object");
+  ProgressReport r;
+  auto phase = int_field(parsed, "phase", 0);
+  if (!phase) return unexpected(phase.error());
+  auto rank = int_field(parsed, "rank", 0);
+  if (!rank) return unexpected(rank.error());
+  auto epoch = int_field(parsed, "epoch", 1);
+  if (!epoch) return unexpected(epoch.error());
+  auto loss = parsed.find("loss");
+  if (loss == parsed.end()) return error("loss: required");
+  if (!loss->is_number() || !std::isfinite(loss->get<double>()) || loss->get<double>() < 0) {
+    return error(fmt::format("loss: must be a finite number >= 0, got {}", loss->dump()));
+  }
+  r.phase = *phase;
+  r.rank = *rank;
+  r.epoch = *epoch;
+  r.loss = loss->get<double>();
+  return r;
+}
+
+ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
+  ProgressOutcome out;
+  if (!job.contains("status") || !job["status"].is_object()) job["status"] = json::object();
+  json& status = job["status"];
+  const std::string phase = status.value("phase", "");
+  if (phase != "Running") {
+    out.action = "checkpointAndExit";
+    out.message = fmt::format("the job is {}, not Running", phase.empty() ? "not started" : phase);
+    return out;
+  }
+  const auto plan = plan_from_json(status);
+  ProgressRecord progress = progress_from_json(status);
+  if (!plan || report.phase != progress.phase) {
+    out.action = "checkpointAndExit";
+    out.message =
+        fmt::format("phase {} is not the running phase ({})", report.phase, progress.phase);
+    return out;
+  }
+  const int workers = plan->phases[static_cast<std::size_t>(progress.phase)].workers;
+  if (report.rank >= workers) {
+    out.http_status = 400;
+    out.message =
+        fmt::format("rank: must be below the phase's {} workers, got {}", workers, report.rank);
+    return out;
+  }
+  const int stop_after = progress.stop_after_epoch;
+  if (stop_after > 0 && report.epoch > stop_after) {
+    // A worker that missed its stop (e.g. the plan was cut while it ran) trained too far;
+    // its report is not recorded and it is told to stop.
+    out.action = "checkpointAndExit";
+    out.message =
+        fmt::format("epoch {} is past the phase's last epoch {}", report.epoch, stop_after);
+    return out;
+  }
+  if (report.rank == 0 && report.epoch > progress.epoch) {
+    json& p = status["progress"];
+    if (!p.is_object()) p = json::object();
+    p["epoch"] = report.epoch;
+    p["loss"] = report.loss;
+    json& history = p["history"];
+    if (!history.is_array()) history = json::array();
+    history.push_back({{"epoch", report.epoch}, {"phase", report.phase}, {"loss", report.loss}});
+    while (history.size() > kMaxHistory) history.erase(history.begin());
+    out.status_changed = true;
+  }
+  const bool stop = stop_after > 0 && report.epoch >= stop_after;
+  out.action = stop ? "checkpointAndExit" : "continue";
+  if (stop) out.message = fmt::format("phase {} ends at epoch {}", report.phase, stop_after);
+  return out;
+}
+
+ProgressEndpoint::ProgressEndpoint(
+    JobAccess& access, Clock& clock,
+    std::function<void(const std::string&, const std::string&)> on_recorded,
+    ProgressEndpointOptions options)
+    : access_(access), clock_(clock), on_recorded_(std::move(on_recorded)), options_(options) {}
+
+bool ProgressEndpoint::allow(const std::string& job_key) {
+  std::lock_guard lock(mutex_);
+  Bucket& b = buckets_[job_key];
+  const auto now = clock_.now();
+  if (b.last == Clock::TimePoint{}) {
+    b.tokens = options_.burst;
+  } else {
+    const double elapsed = std::chrono::duration<double>(now - b.last).count();
+    b.tokens = std::min(options_.burst, b.tokens + elapsed * options_.reports_per_second);
+  }
+  b.last = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
+std::map<int, std::uint64_t> ProgressEndpoint::answered() const {
+  std::lock_guard lock(mutex_);
+  return answered_;
+}
+
+HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
+  HttpReply out = [&]() -> HttpReply {
+    // /v1/namespaces/<ns>/jobs/<name>/progress
+    std::string path = request.target.substr(0, request.target.find('?'));
+    std::vector<std::string> parts;
+    std::size_t start = 1;
+    while (start <= path.size()) {
+      std::size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      parts.push_back(path.substr(start, end - start));
+      start = end + 1;
+    }
+    if (parts.size() != 6 || parts[0] != "v1" || parts[1] != "namespaces" || parts[3] != "jobs" ||
+        parts[5] != "progress" || parts[2].empty() || parts[4].empty()) {
+      return error_reply(404,
+                         "not found: use POST /v1/namespaces/<namespace>/jobs/<name>/progress");
+    }
+    if (request.method != "POST") return error_reply(405, "method not allowed: use POST");
+    const std::string& ns = parts[2];
+    const std::string& name = parts[4];
+    if (!allow(ns + "/" + name)) return error_reply(429, "too many progress reports for this job");
+
+    auto auth = request.headers.find("authorization");
+    const std::string prefix = "Bearer ";
+    if (auth == request.headers.end() || auth->second.rfind(prefix, 0) != 0) {
+      return error_reply(401, "missing bearer token (Authorization: Bearer $DEPL_PROGRESS_TOKEN)");
+    }
+    auto token = access_.token(ns, name);
+    if (!token)
+      return error_reply(404, fmt::format("job {}/{}: {}", ns, name, token.error().message));
+    if (!constant_time_equal(auth->second.substr(prefix.size()), *token)) {
+      return error_reply(401, "wrong progress token for this job");
+    }
+    auto report = parse_progress_report(request.body);
+    if (!report) return error_reply(400, report.error().message);
+
+    for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
+      auto job = access_.get_job(ns, name);
+      if (!job)
+        return error_reply(404, fmt::format("job {}/{}: {}", ns, name, job.error().message));
+      ProgressOutcome outcome = apply_progress(*job, *report);
+      if (outcome.http_status != 200) return error_reply(outcome.http_status, outcome.message);
+      if (outcome.status_changed) {
+        auto written = access_.write_status(*job);
+        if (!written)
+          return error_reply(503, "could not record the report: " + written.error().message);
+        if (!*written) continue;  // conflict: re-read and apply again
+        if (on_recorded_) on_recorded_(ns, name);
+      }
+      json body = {{"action", outcome.action}};
+      if (!outcome.message.empty()) body["message"] = outcome.message;
+      return reply(200, body);
+    }
+    return error_reply(503, "the job's status kept changing; retry the report");
+  }();
+  std::lock_guard lock(mutex_);
+  answered_[out.status] += 1;
+  return out;
+}
+
+}  // namespace depl::controller
