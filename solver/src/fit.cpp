@@ -1,0 +1,184 @@
+// Profile fitting (docs/depl-model.md section 6). The mean curve of K runs follows
+// m_t = f + A r^t exactly under the model (the noise is zero-mean and the update is linear), so
+// f and r come from the mean curve: for each candidate floor f below the smallest mean,
+// log(m_t - f) is regressed on t, and the floor whose curve fits the means best in loss space
+// wins. sigma is the spread of the one-epoch residuals l_{t+1} - (f + (l_t - f) r), pooled.
+#include "depl/solver/fit.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+namespace depl::solver {
+namespace {
+
+struct CurveFit {
+  double floor = 0;
+  double decay = 0;
+  double scale = 0;  // A: the fitted gap to the floor at epoch 0
+  double squared_error = INFINITY;
+};
+
+// For a fixed floor: log(m_t - f) = log A + t log r by least squares weighted with
+// (m_t - f)^2, which approximates least squares on the losses themselves (a plain log fit lets
+// the noisy points near the floor dominate). Then A is refitted in loss space for that r.
+CurveFit fit_for_floor(const std::vector<double>& mean, double floor) {
+  CurveFit fit;
+  fit.floor = floor;
+  double sw = 0, st = 0, sy = 0, stt = 0, sty = 0;
+  for (std::size_t t = 0; t < mean.size(); ++t) {
+    const double gap = mean[t] - floor;
+    if (!(gap > 0)) return fit;
+    const double w = gap * gap;
+    const double y = std::log(gap);
+    const double x = static_cast<double>(t);
+    sw += w, st += w * x, sy += w * y, stt += w * x * x, sty += w * x * y;
+  }
+  const double denominator = sw * stt - st * st;
+  if (!(denominator > 0)) return fit;
+  const double slope = (sw * sty - st * sy) / denominator;
+  const double decay = std::exp(slope);
+  if (!(decay > 0 && decay < 1)) return fit;
+  double num = 0, den = 0, power = 1;
+  for (double m : mean) {
+    num += (m - floor) * power;
+    den += power * power;
+    power *= decay;
+  }
+  const double scale = num / den;
+  double error = 0;
+  power = 1;
+  for (double m : mean) {
+    const double residual = m - (floor + scale * power);
+    error += residual * residual;
+    power *= decay;
+  }
+  fit.decay = decay;
+  fit.scale = scale;
+  fit.squared_error = error;
+  return fit;
+}
+
+// Searches floors in [0, smallest mean): a grid first, then golden-section refinement between
+// the neighbours of the best grid point.
+CurveFit fit_mean_curve(const std::vector<double>& mean) {
+  const double top = *std::min_element(mean.begin(), mean.end());
+  constexpr int kGrid = 400;
+  CurveFit best;
+  int best_index = -1;
+  for (int i = 0; i < kGrid; ++i) {
+    const CurveFit fit = fit_for_floor(mean, top * i / kGrid);
+    if (fit.squared_error < best.squared_error) {
+      best = fit;
+      best_index = i;
+    }
+  }
+  if (best_index < 0) return best;
+  double low = top * std::max(0, best_index - 1) / kGrid;
+  double high = top * (best_index + 1) / kGrid;
+  const double golden = (std::sqrt(5.0) - 1) / 2;
+  double a = high - golden * (high - low), b = low + golden * (high - low);
+  CurveFit fa = fit_for_floor(mean, a), fb = fit_for_floor(mean, b);
+  for (int iteration = 0; iteration < 60; ++iteration) {
+    if (fa.squared_error <= fb.squared_error) {
+      high = b, b = a, fb = fa;
+      a = high - golden * (high - low);
+      fa = fit_for_floor(mean, a);
+    } else {
+      low = a, a = b, fa = fb;
+      b = low + golden * (high - low);
+      fb = fit_for_floor(mean, b);
+    }
+  }
+  for (const CurveFit& candidate : {fa, fb}) {
+    if (candidate.squared_error < best.squared_error) best = candidate;
+  }
+  return best;
+}
+
+}  // namespace
+
+Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& runs,
+                                      double initial_loss) {
+  if (!std::isfinite(initial_loss) || initial_loss <= 0) {
+    return error(fmt::format("initial loss must be a finite number > 0, got {}", initial_loss));
+  }
+  if (runs.empty()) return error("no profiling runs to fit");
+  const std::size_t epochs = runs.front().size();
+  if (epochs < 3) {
+    return error(fmt::format("each run needs at least 3 epochs of losses, got {}", epochs));
+  }
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].size() != epochs) {
+      return error(
+          fmt::format("run {} has {} epochs but run 0 has {}: every run must cover the "
+                      "same epochs",
+                      k, runs[k].size(), epochs));
+    }
+    for (std::size_t t = 0; t < epochs; ++t) {
+      if (!std::isfinite(runs[k][t])) {
+        return error(fmt::format("run {} epoch {}: the loss is not a finite number", k, t + 1));
+      }
+    }
+  }
+
+  // mean[0] is the common starting point; mean[t] the average loss after epoch t.
+  std::vector<double> mean(epochs + 1, 0.0);
+  mean[0] = initial_loss;
+  for (const auto& run : runs) {
+    for (std::size_t t = 0; t < epochs; ++t)
+      mean[t + 1] += run[t] / static_cast<double>(runs.size());
+  }
+  if (*std::min_element(mean.begin(), mean.end()) <= 0) {
+    return error("the mean loss reaches 0 or below; the model needs losses above a floor >= 0");
+  }
+  const CurveFit curve = fit_mean_curve(mean);
+  if (!std::isfinite(curve.squared_error)) {
+    return error("the losses do not decrease towards a floor (no decay per epoch below 1 fits)");
+  }
+
+  double sum_squares = 0;
+  std::size_t count = 0;
+  for (const auto& run : runs) {
+    for (std::size_t t = 0; t + 1 < epochs; ++t) {
+      const double predicted = curve.floor + (run[t] - curve.floor) * curve.decay;
+      const double residual = run[t + 1] - predicted;
+      sum_squares += residual * residual;
+      ++count;
+    }
+  }
+
+  ProfileFit fit;
+  fit.profile.initial_loss = initial_loss;
+  fit.profile.floor_loss = curve.floor;
+  fit.profile.decay_per_epoch = curve.decay;
+  fit.profile.noise_stddev = std::sqrt(sum_squares / static_cast<double>(count));
+  fit.squared_error = curve.squared_error;
+  return fit;
+}
+
+Expected<JumpFit> fit_switch_jump(const std::vector<double>& before,
+                                  const std::vector<double>& after) {
+  if (before.empty()) return error("no switch measurements to fit");
+  if (before.size() != after.size()) {
+    return error(fmt::format("{} losses before the switch but {} after: they must pair up",
+                             before.size(), after.size()));
+  }
+  std::vector<double> jumps;
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    if (!std::isfinite(before[k]) || !std::isfinite(after[k])) {
+      return error(fmt::format("run {}: the losses around the switch must be finite numbers", k));
+    }
+    jumps.push_back(after[k] - before[k]);
+  }
+  JumpFit fit;
+  for (double jump : jumps) fit.mean += jump / static_cast<double>(jumps.size());
+  if (jumps.size() >= 2) {
+    double sum_squares = 0;
+    for (double jump : jumps) sum_squares += (jump - fit.mean) * (jump - fit.mean);
+    fit.stddev = std::sqrt(sum_squares / static_cast<double>(jumps.size() - 1));
+  }
+  return fit;
+}
+
+}  // namespace depl::solver

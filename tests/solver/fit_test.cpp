@@ -1,0 +1,160 @@
+#include "depl/solver/fit.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace depl::solver {
+namespace {
+
+using ::testing::HasSubstr;
+
+// K runs of `epochs` epochs drawn from the model of docs/depl-model.md section 5:
+// l = f + (l - f) r + eps, eps ~ N(0, sigma^2), starting at l0.
+std::vector<std::vector<double>> synthetic_runs(const LossProfile& p, int runs, int epochs,
+                                                unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, p.noise_stddev);
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(runs));
+  for (auto& run : out) {
+    double loss = p.initial_loss;
+    for (int t = 0; t < epochs; ++t) {
+      loss = p.floor_loss + (loss - p.floor_loss) * p.decay_per_epoch + noise(rng);
+      run.push_back(loss);
+    }
+  }
+  return out;
+}
+
+LossProfile profile(double l0, double floor, double decay, double sigma) {
+  LossProfile p;
+  p.initial_loss = l0;
+  p.floor_loss = floor;
+  p.decay_per_epoch = decay;
+  p.noise_stddev = sigma;
+  return p;
+}
+
+double relative_error(double estimate, double truth) {
+  return std::fabs(estimate - truth) / std::fabs(truth);
+}
+
+struct FitCase {
+  LossProfile truth;
+  int epochs;
+};
+
+class RecoversAKnownProfile : public ::testing::TestWithParam<unsigned> {};
+
+// Tolerances: over 300 seeds the worst errors measured were 4.9% (floor), 1.0% (decay) and
+// 12% (sigma); the floor is limited by the noise of the mean curve's tail itself.
+TEST_P(RecoversAKnownProfile, FloorDecayAndNoiseFromTwentyRuns) {
+  const unsigned seed = GetParam();
+  for (const FitCase& c :
+       {FitCase{profile(2.3, 0.25, 0.85, 0.01), 30}, FitCase{profile(2.3, 0.6, 0.8, 0.02), 25},
+        FitCase{profile(1.0, 0.1, 0.7, 0.005), 15}}) {
+    const auto runs = synthetic_runs(c.truth, 20, c.epochs, seed);
+    auto fit = fit_loss_profile(runs, c.truth.initial_loss);
+    ASSERT_TRUE(fit.has_value()) << fit.error().message;
+    const LossProfile& got = fit->profile;
+    SCOPED_TRACE(::testing::Message()
+                 << "seed " << seed << " truth f=" << c.truth.floor_loss
+                 << " r=" << c.truth.decay_per_epoch << " got f=" << got.floor_loss
+                 << " r=" << got.decay_per_epoch << " sigma=" << got.noise_stddev);
+    EXPECT_LT(relative_error(got.floor_loss, c.truth.floor_loss), 0.06);
+    EXPECT_LT(relative_error(got.decay_per_epoch, c.truth.decay_per_epoch), 0.03);
+    EXPECT_LT(relative_error(got.noise_stddev, c.truth.noise_stddev), 0.15);
+    EXPECT_DOUBLE_EQ(got.initial_loss, c.truth.initial_loss);
+    EXPECT_GE(fit->squared_error, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, RecoversAKnownProfile, ::testing::Values(1u, 2u, 3u, 42u, 2024u));
+
+TEST(FitLossProfile, NoiselessCurveIsRecoveredExactly) {
+  const LossProfile truth = profile(3.0, 0.4, 0.9, 0.0);
+  const auto runs = synthetic_runs(truth, 3, 40, 1);
+  auto fit = fit_loss_profile(runs, truth.initial_loss);
+  ASSERT_TRUE(fit.has_value()) << fit.error().message;
+  EXPECT_NEAR(fit->profile.floor_loss, 0.4, 1e-6);
+  EXPECT_NEAR(fit->profile.decay_per_epoch, 0.9, 1e-6);
+  EXPECT_NEAR(fit->profile.noise_stddev, 0.0, 1e-6);
+  EXPECT_NEAR(fit->squared_error, 0.0, 1e-9);
+}
+
+TEST(FitLossProfile, RejectsRaggedRuns) {
+  auto fit = fit_loss_profile({{1.0, 0.8, 0.7, 0.65}, {1.0, 0.8, 0.7}}, 1.5);
+  ASSERT_FALSE(fit.has_value());
+  EXPECT_THAT(fit.error().message, HasSubstr("run 1 has 3 epochs but run 0 has 4"));
+}
+
+TEST(FitLossProfile, RejectsFewerThanThreeEpochs) {
+  auto fit = fit_loss_profile({{1.0, 0.8}, {1.1, 0.9}}, 1.5);
+  ASSERT_FALSE(fit.has_value());
+  EXPECT_THAT(fit.error().message, HasSubstr("at least 3 epochs"));
+}
+
+TEST(FitLossProfile, RejectsNoRuns) {
+  EXPECT_FALSE(fit_loss_profile({}, 1.5).has_value());
+}
+
+TEST(FitLossProfile, RejectsNonFiniteLosses) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto fit = fit_loss_profile({{1.0, 0.8, 0.7}, {1.0, nan, 0.7}}, 1.5);
+  ASSERT_FALSE(fit.has_value());
+  EXPECT_THAT(fit.error().message, HasSubstr("run 1 epoch 2"));
+  auto inf = fit_loss_profile({{1.0, 0.8, std::numeric_limits<double>::infinity()}}, 1.5);
+  EXPECT_FALSE(inf.has_value());
+}
+
+TEST(FitLossProfile, RejectsBadInitialLoss) {
+  EXPECT_FALSE(fit_loss_profile({{1.0, 0.8, 0.7}}, 0).has_value());
+  EXPECT_FALSE(fit_loss_profile({{1.0, 0.8, 0.7}}, std::nan("")).has_value());
+}
+
+TEST(FitLossProfile, RejectsLossesThatDoNotDecrease) {
+  auto rising = fit_loss_profile({{1.0, 1.2, 1.5, 1.9}}, 0.8);
+  ASSERT_FALSE(rising.has_value());
+  EXPECT_THAT(rising.error().message, HasSubstr("do not decrease"));
+  auto negative = fit_loss_profile({{0.5, -0.1, -0.2}}, 1.0);
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_THAT(negative.error().message, HasSubstr("0 or below"));
+}
+
+TEST(FitSwitchJump, MeanAndSampleStddevOfTheChange) {
+  auto fit = fit_switch_jump({1.0, 1.0, 1.0, 1.0}, {1.1, 1.3, 1.1, 1.3});
+  ASSERT_TRUE(fit.has_value()) << fit.error().message;
+  EXPECT_NEAR(fit->mean, 0.2, 1e-12);
+  EXPECT_NEAR(fit->stddev, std::sqrt(0.04 / 3), 1e-12);
+  auto one = fit_switch_jump({0.5}, {0.45});
+  ASSERT_TRUE(one.has_value());
+  EXPECT_NEAR(one->mean, -0.05, 1e-12);
+  EXPECT_EQ(one->stddev, 0);
+}
+
+TEST(FitSwitchJump, RecoversASeededJump) {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> jump(0.05, 0.02);
+  std::uniform_real_distribution<double> level(0.6, 0.8);
+  std::vector<double> before, after;
+  for (int k = 0; k < 400; ++k) {
+    before.push_back(level(rng));
+    after.push_back(before.back() + jump(rng));
+  }
+  auto fit = fit_switch_jump(before, after);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->mean, 0.05, 0.004);
+  EXPECT_NEAR(fit->stddev, 0.02, 0.003);
+}
+
+TEST(FitSwitchJump, RejectsBadInput) {
+  EXPECT_FALSE(fit_switch_jump({}, {}).has_value());
+  EXPECT_THAT(fit_switch_jump({1.0, 2.0}, {1.0}).error().message, HasSubstr("pair up"));
+  EXPECT_FALSE(fit_switch_jump({1.0}, {std::numeric_limits<double>::infinity()}).has_value());
+}
+
+}  // namespace
+}  // namespace depl::solver
