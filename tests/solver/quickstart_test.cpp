@@ -1,0 +1,101 @@
+// The quickstart example is what a newcomer runs first (`make demo`); these tests pin the
+// properties it was designed to show, using the exact evaluator only: it parses, a plan that
+// starts on a compressed variant and switches to the full model is feasible and cheaper than
+// any single-phase plan of the full model, and the deadline is what keeps it off the cheap
+// but slow T4 pool.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "depl/solver/evaluator.hpp"
+#include "depl/solver/parse.hpp"
+
+namespace depl::solver {
+namespace {
+
+std::string read_text(const std::string& relative) {
+  std::ifstream file(std::string(DEPL_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+Problem quickstart() {
+  auto job = parse_job_yaml(read_text("examples/quickstart/job.yaml"), "job.yaml");
+  auto pools = parse_pools_yaml(read_text("examples/quickstart/pools.yaml"), "pools.yaml");
+  EXPECT_TRUE(job.has_value()) << job.error().joined();
+  EXPECT_TRUE(pools.has_value()) << pools.error().joined();
+  auto problem = combine(*job, *pools);
+  EXPECT_TRUE(problem.has_value());
+  return *problem;
+}
+
+std::size_t index_or_fail(int index) {
+  EXPECT_GE(index, 0);
+  return static_cast<std::size_t>(index);
+}
+
+// Train `small` then switch to `full`, on the curated and local-archive data.
+Plan compressed_then_full(const Problem& p, const std::string& pool) {
+  const std::size_t k = index_or_fail(p.pool_index(pool));
+  return Plan{
+      {index_or_fail(p.dataset_index("curated")), index_or_fail(p.dataset_index("local-archive"))},
+      {Phase{index_or_fail(p.model_index("small")), 16, k, 1},
+       Phase{index_or_fail(p.model_index("full")), 12, k, 1}}};
+}
+
+TEST(Quickstart, CompressedThenFullPlanIsFeasible) {
+  const Problem p = quickstart();
+  const Figures figures = evaluate(p, compressed_then_full(p, "a100"));
+  EXPECT_TRUE(figures.feasible) << ::testing::PrintToString(figures.violations);
+  EXPECT_GE(figures.probability, 0.9);
+  EXPECT_LE(figures.duration_seconds, *p.target.deadline_seconds);
+  int epochs = 0;
+  for (const auto& phase : compressed_then_full(p, "a100").phases) epochs += phase.epochs;
+  EXPECT_GE(epochs, 15);
+  EXPECT_LE(epochs, 40);
+}
+
+TEST(Quickstart, SwitchingBeatsEverySinglePhaseFullPlan) {
+  const Problem p = quickstart();
+  const double switching_cost = evaluate(p, compressed_then_full(p, "a100")).cost;
+  const std::size_t full = index_or_fail(p.model_index("full"));
+  double best_full = std::numeric_limits<double>::infinity();
+  for (unsigned mask = 1; mask < (1u << p.datasets.size()); ++mask) {
+    Plan plan;
+    for (std::size_t d = 0; d < p.datasets.size(); ++d) {
+      if (mask & (1u << d)) plan.datasets.push_back(d);
+    }
+    for (std::size_t k = 0; k < p.pools.size(); ++k) {
+      for (int n = p.training.min_workers; n <= p.training.max_workers; ++n) {
+        for (int e = 1; e <= p.training.max_epochs; ++e) {
+          plan.phases = {Phase{full, e, k, n}};
+          const Figures figures = evaluate(p, plan);
+          if (figures.feasible) {
+            best_full = std::min(best_full, figures.cost);
+            break;  // more epochs of the same placement only cost more
+          }
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(std::isfinite(best_full)) << "no single-phase full plan is feasible";
+  EXPECT_LT(switching_cost, 0.9 * best_full);
+}
+
+TEST(Quickstart, TheDeadlineKeepsTheJobOffTheSlowPool) {
+  Problem p = quickstart();
+  const Figures on_t4 = evaluate(p, compressed_then_full(p, "t4"));
+  EXPECT_FALSE(on_t4.feasible);
+  p.target.deadline_seconds.reset();
+  const Figures relaxed = evaluate(p, compressed_then_full(p, "t4"));
+  EXPECT_TRUE(relaxed.feasible);
+  EXPECT_LT(relaxed.cost, evaluate(p, compressed_then_full(p, "a100")).cost);
+}
+
+}  // namespace
+}  // namespace depl::solver
