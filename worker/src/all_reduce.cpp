@@ -5,13 +5,13 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace depl::worker {
 namespace {
@@ -124,8 +124,8 @@ class TcpStarAllReduce final : public GradientAllReduce {
                                  peer_rank, hello[2], world_));
       }
       if (peer_rank < 1 || peer_rank >= world_) {
-        return error(fmt::format("all-reduce: a peer claims rank {} (want 1..{})", peer_rank,
-                                 world_ - 1));
+        return error(
+            fmt::format("all-reduce: a peer claims rank {} (want 1..{})", peer_rank, world_ - 1));
       }
       auto& slot = peers_[static_cast<std::size_t>(peer_rank - 1)];
       if (slot) return error(fmt::format("all-reduce: two peers claim rank {}", peer_rank));
@@ -143,7 +143,8 @@ class TcpStarAllReduce final : public GradientAllReduce {
     while (std::chrono::steady_clock::now() < deadline) {
       error_code ec;
       tcp::resolver resolver(io_);
-      auto endpoints = resolver.resolve(options.master_addr, std::to_string(options.master_port), ec);
+      auto endpoints =
+          resolver.resolve(options.master_addr, std::to_string(options.master_port), ec);
       if (!ec) {
         tcp::socket socket(io_);
         ec = run_with_deadline(io_, socket, timeout_, [&](auto handler) {
@@ -177,12 +178,13 @@ class TcpStarAllReduce final : public GradientAllReduce {
  private:
   Expected<void> send(tcp::socket& socket, std::span<const float> values, int peer) {
     const auto count = static_cast<std::uint32_t>(values.size());
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(&count, sizeof count),
-                                                    asio::buffer(values.data(), values.size_bytes())};
-    const error_code ec = run_with_deadline(io_, socket, timeout_, [&](auto handler) {
-      asio::async_write(socket, buffers, handler);
-    });
-    if (ec) return error(fmt::format("all-reduce: sending to rank {}: rank {} {}", peer, peer, describe(ec)));
+    const std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(&count, sizeof count), asio::buffer(values.data(), values.size_bytes())};
+    const error_code ec = run_with_deadline(
+        io_, socket, timeout_, [&](auto handler) { asio::async_write(socket, buffers, handler); });
+    if (ec)
+      return error(
+          fmt::format("all-reduce: sending to rank {}: rank {} {}", peer, peer, describe(ec)));
     return {};
   }
 
@@ -203,8 +205,8 @@ class TcpStarAllReduce final : public GradientAllReduce {
       });
     }
     if (ec) {
-      return error(fmt::format("all-reduce: waiting for rank {}: rank {} {}", peer, peer,
-                               describe(ec)));
+      return error(
+          fmt::format("all-reduce: waiting for rank {}: rank {} {}", peer, peer, describe(ec)));
     }
     return {};
   }

@@ -22,8 +22,12 @@ constexpr std::uint32_t kMaxHeaderBytes = 1 << 16;
 
 std::uint32_t crc_of(std::span<const float> a, std::span<const float> b) {
   uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(a.data()), static_cast<uInt>(a.size_bytes()));
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size_bytes()));
+  // crc32() with a null buffer returns the initial value, so empty spans must be skipped.
+  for (std::span<const float> part : {a, b}) {
+    if (part.empty()) continue;
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(part.data()),
+                static_cast<uInt>(part.size_bytes()));
+  }
   return static_cast<std::uint32_t>(crc);
 }
 
@@ -84,7 +88,8 @@ Expected<void> write_checkpoint(const std::string& path, const Checkpoint& c) {
     if (!out) return error(fmt::format("checkpoint {}: write failed (disk full?)", temporary));
   }
   std::filesystem::rename(temporary, target, ec);
-  if (ec) return error(fmt::format("checkpoint {}: cannot rename into place: {}", path, ec.message()));
+  if (ec)
+    return error(fmt::format("checkpoint {}: cannot rename into place: {}", path, ec.message()));
   return {};
 }
 
@@ -94,7 +99,9 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
-  auto fail = [&](const std::string& what) { return error(fmt::format("checkpoint {}: {}", path, what)); };
+  auto fail = [&](const std::string& what) {
+    return error(fmt::format("checkpoint {}: {}", path, what));
+  };
 
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     return fail("not a depl checkpoint (bad magic)");

@@ -26,10 +26,10 @@ Expected<ImageTable> load_fashion_mnist(const std::string& dir, DataSplit split,
   const std::string images = existing(dir, prefix + "-images-idx3-ubyte");
   const std::string labels = existing(dir, prefix + "-labels-idx1-ubyte");
   if (images.empty() || labels.empty()) {
-    return error(fmt::format(
-        "data directory {}: no {}-images-idx3-ubyte[.gz] / {}-labels-idx1-ubyte[.gz] "
-        "(install the Debian package dataset-fashion-mnist, or pass --data-dir)",
-        dir, prefix, prefix));
+    return error(
+        fmt::format("data directory {}: no {}-images-idx3-ubyte[.gz] / {}-labels-idx1-ubyte[.gz] "
+                    "(install the Debian package dataset-fashion-mnist, or pass --data-dir)",
+                    dir, prefix, prefix));
   }
   return read_labeled_images(images, labels, kFashionMnistClasses, max_items);
 }

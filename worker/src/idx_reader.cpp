@@ -51,9 +51,9 @@ Expected<IdxArray> read_idx_file(const std::string& path, std::size_t max_items)
                              path, magic[0], magic[1]));
   }
   if (magic[2] != 0x08) {
-    return error(fmt::format(
-        "{}: IDX element type 0x{:02x} is not supported (only 0x08, unsigned byte)", path,
-        magic[2]));
+    return error(
+        fmt::format("{}: IDX element type 0x{:02x} is not supported (only 0x08, unsigned byte)",
+                    path, magic[2]));
   }
   const int rank = magic[3];
   if (rank < 1 || rank > 4) {
@@ -83,9 +83,10 @@ Expected<IdxArray> read_idx_file(const std::string& path, std::size_t max_items)
   const long long data = read_fully(file.get(), array.data.data(), array.data.size());
   if (data < 0) return error(fmt::format("{}: cannot read: {}", path, gz_error(file.get())));
   if (static_cast<std::size_t>(data) != array.data.size()) {
-    return error(fmt::format("{}: truncated: the header declares {} items of {} bytes, the file "
-                             "holds {} bytes of data",
-                             path, array.dimensions[0], item_bytes, data));
+    return error(
+        fmt::format("{}: truncated: the header declares {} items of {} bytes, the file "
+                    "holds {} bytes of data",
+                    path, array.dimensions[0], item_bytes, data));
   }
   return array;
 }
@@ -98,8 +99,9 @@ Expected<ImageTable> read_labeled_images(const std::string& images_path,
   auto labels = read_idx_file(labels_path, max_items);
   if (!labels) return unexpected(labels.error());
   if (images->dimensions.size() != 3) {
-    return error(fmt::format("{}: an image file needs 3 dimensions (count, rows, columns), it has {}",
-                             images_path, images->dimensions.size()));
+    return error(
+        fmt::format("{}: an image file needs 3 dimensions (count, rows, columns), it has {}",
+                    images_path, images->dimensions.size()));
   }
   if (labels->dimensions.size() != 1) {
     return error(fmt::format("{}: a label file needs 1 dimension, it has {}", labels_path,

@@ -13,8 +13,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_logger_st("depl-reference-worker"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
 
-  auto parsed = depl::worker::parse_worker_command_line(argc, argv,
-                                                       depl::worker::process_environment());
+  auto parsed =
+      depl::worker::parse_worker_command_line(argc, argv, depl::worker::process_environment());
   if (!parsed) {
     std::cerr << "depl-reference-worker: " << parsed.error().message << '\n';
     return 2;

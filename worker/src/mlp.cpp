@@ -28,7 +28,9 @@ Offsets offsets(const MlpShape& s) {
 
 }  // namespace
 
-std::size_t MlpShape::parameter_count() const { return offsets(*this).end; }
+std::size_t MlpShape::parameter_count() const {
+  return offsets(*this).end;
+}
 
 MlpParameters::MlpParameters(MlpShape shape)
     : shape_(shape), values_(shape.parameter_count(), 0.0f) {}
@@ -36,11 +38,15 @@ MlpParameters::MlpParameters(MlpShape shape)
 MatrixView MlpParameters::w1() {
   return {values_.data() + offsets(shape_).w1, shape_.inputs, shape_.hidden};
 }
-RowVectorView MlpParameters::b1() { return {values_.data() + offsets(shape_).b1, shape_.hidden}; }
+RowVectorView MlpParameters::b1() {
+  return {values_.data() + offsets(shape_).b1, shape_.hidden};
+}
 MatrixView MlpParameters::w2() {
   return {values_.data() + offsets(shape_).w2, shape_.hidden, shape_.hidden};
 }
-RowVectorView MlpParameters::b2() { return {values_.data() + offsets(shape_).b2, shape_.hidden}; }
+RowVectorView MlpParameters::b2() {
+  return {values_.data() + offsets(shape_).b2, shape_.hidden};
+}
 MatrixView MlpParameters::w3() {
   return {values_.data() + offsets(shape_).w3, shape_.hidden, shape_.classes};
 }

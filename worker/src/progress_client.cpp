@@ -4,14 +4,14 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace depl::worker {
 namespace {
@@ -31,9 +31,10 @@ struct Url {
 Expected<Url> parse_url(const std::string& url) {
   constexpr std::string_view scheme = "http://";
   if (url.rfind("https://", 0) == 0) {
-    return error(fmt::format("DEPL_PROGRESS_URL '{}': https is not supported by the reference "
-                             "worker; the controller's progress endpoint speaks plain http",
-                             url));
+    return error(
+        fmt::format("DEPL_PROGRESS_URL '{}': https is not supported by the reference "
+                    "worker; the controller's progress endpoint speaks plain http",
+                    url));
   }
   if (url.rfind(scheme, 0) != 0) {
     return error(fmt::format("DEPL_PROGRESS_URL '{}': want http://host[:port]/path", url));
@@ -48,9 +49,11 @@ Expected<Url> parse_url(const std::string& url) {
   out.port = "80";
   if (authority.front() == '[') {  // [v6-address]:port
     const auto close = authority.find(']');
-    if (close == std::string::npos) return error(fmt::format("DEPL_PROGRESS_URL '{}': bad IPv6 host", url));
+    if (close == std::string::npos)
+      return error(fmt::format("DEPL_PROGRESS_URL '{}': bad IPv6 host", url));
     host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') out.port = authority.substr(close + 2);
+    if (close + 1 < authority.size() && authority[close + 1] == ':')
+      out.port = authority.substr(close + 2);
   } else if (const auto colon = authority.rfind(':'); colon != std::string::npos) {
     host = authority.substr(0, colon);
     out.port = authority.substr(colon + 1);
@@ -85,8 +88,8 @@ Expected<ProgressAction> parse_progress_response(std::string_view body) {
   const std::string action = doc["action"].get<std::string>();
   if (action == "continue") return ProgressAction::Continue;
   if (action == "checkpointAndExit") return ProgressAction::CheckpointAndExit;
-  return error(fmt::format("progress response action '{}' is not continue or checkpointAndExit",
-                           action));
+  return error(
+      fmt::format("progress response action '{}' is not continue or checkpointAndExit", action));
 }
 
 struct ProgressClient::Impl {
@@ -113,7 +116,9 @@ struct ProgressClient::Impl {
     stream.expires_after(options.timeout);
     done.reset();
     stream.async_connect(endpoints, [&](error_code e, const tcp::endpoint&) { done = e; });
-    if ((ec = run())) return transient(fmt::format("cannot connect to {}:{}: {}", url.host, url.port, ec.message()));
+    if ((ec = run()))
+      return transient(
+          fmt::format("cannot connect to {}:{}: {}", url.host, url.port, ec.message()));
 
     http::request<http::string_body> request{http::verb::post, url.target, 11};
     request.set(http::field::host, url.host + ":" + url.port);
@@ -144,10 +149,9 @@ struct ProgressClient::Impl {
       std::string hint;
       if (status == 401 || status == 403) hint = " (is DEPL_PROGRESS_TOKEN the job's token?)";
       if (status == 404) hint = " (does the job still exist? is DEPL_PROGRESS_URL right?)";
-      return unexpected(ProgressError{
-          fmt::format("the endpoint rejected the report: HTTP {}{}: {}", status, hint,
-                      response.body().substr(0, 200)),
-          true});
+      return unexpected(ProgressError{fmt::format("the endpoint rejected the report: HTTP {}{}: {}",
+                                                  status, hint, response.body().substr(0, 200)),
+                                      true});
     }
     auto action = parse_progress_response(response.body());
     if (!action) return unexpected(ProgressError{action.error().message, true});
@@ -180,10 +184,10 @@ Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressRepor
     auto result = impl_->attempt(body);
     if (result || result.error().rejected || attempt >= impl_->options.attempts) {
       if (!result) {
-        return unexpected(ProgressError{
-            fmt::format("progress POST to {} failed after {} attempt(s): {}", impl_->options.url,
-                        attempt, result.error().message),
-            result.error().rejected});
+        return unexpected(
+            ProgressError{fmt::format("progress POST to {} failed after {} attempt(s): {}",
+                                      impl_->options.url, attempt, result.error().message),
+                          result.error().rejected});
       }
       return result;
     }

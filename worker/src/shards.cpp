@@ -37,7 +37,8 @@ void corrupt_labels(const ShardDefinition& shard, std::uint64_t noise_seed, int 
                     std::vector<std::uint8_t>& labels, std::size_t offset) {
   const int noisy = static_cast<int>(std::lround(shard.label_noise * shard.count));
   if (noisy == 0 || classes < 2) return;
-  std::seed_seq seq{static_cast<std::uint32_t>(noise_seed), static_cast<std::uint32_t>(noise_seed >> 32),
+  std::seed_seq seq{static_cast<std::uint32_t>(noise_seed),
+                    static_cast<std::uint32_t>(noise_seed >> 32),
                     static_cast<std::uint32_t>(fnv1a(shard.name)),
                     static_cast<std::uint32_t>(fnv1a(shard.name) >> 32)};
   std::mt19937_64 rng(seq);
@@ -61,7 +62,8 @@ Expected<void> check_layout(const ShardLayout& layout, int total, const std::str
       return error(fmt::format("{}: shard name '{}' appears twice", origin, s.name));
     }
     if (s.count <= 0) {
-      return error(fmt::format("{}: shard '{}' needs samples > 0, got {}", origin, s.name, s.count));
+      return error(
+          fmt::format("{}: shard '{}' needs samples > 0, got {}", origin, s.name, s.count));
     }
     if (!(s.label_noise >= 0.0 && s.label_noise <= 1.0)) {
       return error(fmt::format("{}: shard '{}' labelNoise must be in [0, 1], got {}", origin,
@@ -159,8 +161,8 @@ Expected<ShardLayout> shard_layout_from_spec(const std::string& spec, int total)
   }
   std::ifstream in(spec);
   if (!in) {
-    return error(fmt::format("shards: '{}' is neither a shard count nor a readable shards file",
-                             spec));
+    return error(
+        fmt::format("shards: '{}' is neither a shard count nor a readable shards file", spec));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -179,8 +181,8 @@ Expected<void> apply_label_noise(ShardLayout& layout, const std::string& spec) {
     const auto* end = value.data() + value.size();
     auto [p, ec] = std::from_chars(value.data(), end, fraction);
     if (ec != std::errc() || p != end || !(fraction >= 0.0 && fraction <= 1.0)) {
-      return error(fmt::format("label noise for '{}': want a fraction in [0, 1], got '{}'", name,
-                               value));
+      return error(
+          fmt::format("label noise for '{}': want a fraction in [0, 1], got '{}'", name, value));
     }
     auto shard = std::find_if(layout.shards.begin(), layout.shards.end(),
                               [&](const ShardDefinition& s) { return s.name == name; });

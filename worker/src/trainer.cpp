@@ -12,9 +12,8 @@ Trainer::Trainer(MlpParameters parameters, TrainingOptions options, GradientAllR
       all_reduce_(all_reduce),
       sgd_(parameters_.values().size(), options.sgd),
       kernel_(parameters_.shape(),
-              std::max(kEvaluationBatch,
-                       (options.global_batch_size + all_reduce.world_size() - 1) /
-                           all_reduce.world_size())),
+              std::max(kEvaluationBatch, (options.global_batch_size + all_reduce.world_size() - 1) /
+                                             all_reduce.world_size())),
       gradient_(parameters_.shape()),
       reduce_buffer_(parameters_.values().size() + 1, 0.0f),
       batch_labels_(static_cast<std::size_t>(kernel_.max_batch())) {}
@@ -54,7 +53,8 @@ Expected<double> Trainer::train_epoch(const SampleSet& samples, int epoch) {
     if (n > 0) {
       load_batch(samples, order_.data() + begin, n);
       const BatchResult result = kernel_.loss_and_gradient(
-          parameters_, std::span<const std::uint8_t>(batch_labels_.data(), static_cast<std::size_t>(n)),
+          parameters_,
+          std::span<const std::uint8_t>(batch_labels_.data(), static_cast<std::size_t>(n)),
           gradient_);
       std::copy(gradient_.values().begin(), gradient_.values().end(), reduce_buffer_.begin());
       reduce_buffer_[count] = static_cast<float>(result.loss_sum);
@@ -82,7 +82,8 @@ Evaluation Trainer::evaluate(const SampleSet& samples) {
     std::iota(positions.begin(), positions.begin() + n, start);
     load_batch(samples, positions.data(), n);
     const BatchResult r = kernel_.evaluate(
-        parameters_, std::span<const std::uint8_t>(batch_labels_.data(), static_cast<std::size_t>(n)));
+        parameters_,
+        std::span<const std::uint8_t>(batch_labels_.data(), static_cast<std::size_t>(n)));
     loss_sum += r.loss_sum;
     correct += r.correct;
   }

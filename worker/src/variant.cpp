@@ -10,8 +10,8 @@
 namespace depl::worker {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, double>, 4> kStandard{{
-    {"full", 1.0}, {"half", 0.5}, {"quarter", 0.25}, {"eighth", 0.125}}};
+constexpr std::array<std::pair<std::string_view, double>, 4> kStandard{
+    {{"full", 1.0}, {"half", 0.5}, {"quarter", 0.25}, {"eighth", 0.125}}};
 
 }  // namespace
 
@@ -23,9 +23,10 @@ Expected<Variant> variant_from_name(std::string_view name) {
   for (const auto& [standard, width] : kStandard) {
     if (name == standard) return Variant{std::string(standard), width};
   }
-  return error(fmt::format("variant '{}' is not known (want full, half, quarter or eighth, or give "
-                           "a width)",
-                           name));
+  return error(
+      fmt::format("variant '{}' is not known (want full, half, quarter or eighth, or give "
+                  "a width)",
+                  name));
 }
 
 Expected<Variant> variant_from_width(double width) {

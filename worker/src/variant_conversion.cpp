@@ -36,7 +36,8 @@ MlpParameters shrink(const MlpParameters& from, int hidden) {
   const std::vector<int> keep1 = strongest(from.w1(), from.b1(), from.w2(), hidden);
   // The second layer's units are ranked on the weights that survive the first cut.
   RowMatrix w2_rows(hidden, s.hidden);
-  for (int i = 0; i < hidden; ++i) w2_rows.row(i) = from.w2().row(keep1[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < hidden; ++i)
+    w2_rows.row(i) = from.w2().row(keep1[static_cast<std::size_t>(i)]);
   const std::vector<int> keep2 = strongest(w2_rows, from.b2(), from.w3(), hidden);
 
   MlpParameters to(MlpShape{s.inputs, hidden, s.classes});

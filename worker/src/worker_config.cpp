@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cstdlib>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "depl/worker/shards.hpp"
@@ -45,7 +45,8 @@ EnvironmentLookup process_environment() {
 
 Expected<void> validate_worker_config(const WorkerConfig& c) {
   if (c.epochs < 0) return error(fmt::format("epochs: must be >= 0, got {}", c.epochs));
-  if (c.start_epoch < 0) return error(fmt::format("start epoch: must be >= 0, got {}", c.start_epoch));
+  if (c.start_epoch < 0)
+    return error(fmt::format("start epoch: must be >= 0, got {}", c.start_epoch));
   if (c.world_size < 1) return error(fmt::format("world size: must be >= 1, got {}", c.world_size));
   if (c.rank < 0 || c.rank >= c.world_size) {
     return error(fmt::format("rank: must be in [0, {}), got {}", c.world_size, c.rank));
@@ -104,10 +105,11 @@ Expected<void> apply_operator_environment(WorkerConfig& c, const EnvironmentLook
   } else {
     auto variant = variant_from_name(*model);
     if (!variant) {
-      return error(fmt::format("DEPL_MODEL: '{}' is not a variant of the reference worker (full, "
-                               "half, quarter, eighth); for another name set DEPL_WIDTH in the "
-                               "model's env",
-                               *model));
+      return error(
+          fmt::format("DEPL_MODEL: '{}' is not a variant of the reference worker (full, "
+                      "half, quarter, eighth); for another name set DEPL_WIDTH in the "
+                      "model's env",
+                      *model));
     }
     c.variant = *variant;
   }

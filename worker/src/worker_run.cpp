@@ -8,8 +8,8 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "depl/worker/checkpoint.hpp"
 #include "depl/worker/progress_client.hpp"
@@ -42,7 +42,8 @@ Expected<void> load_data(const WorkerConfig& c, LoadedData& data) {
   auto train = load_fashion_mnist(c.data_dir, DataSplit::Train, static_cast<std::size_t>(*rows));
   if (!train) return unexpected(train.error());
   data.train = std::move(*train);
-  auto test = load_fashion_mnist(c.data_dir, DataSplit::Test, static_cast<std::size_t>(c.test_samples));
+  auto test =
+      load_fashion_mnist(c.data_dir, DataSplit::Test, static_cast<std::size_t>(c.test_samples));
   if (!test) return unexpected(test.error());
   data.test = std::move(*test);
   if (data.test.pixels != data.train.pixels) {
@@ -68,8 +69,9 @@ InitialState adopt(Checkpoint checkpoint, const WorkerConfig& c, int epoch) {
   InitialState state;
   const int hidden = c.variant.hidden_units();
   if (checkpoint.parameters.shape().hidden != hidden) {
-    spdlog::info("event=convert_checkpoint from_variant={} to_variant={} from_hidden={} to_hidden={}",
-                 checkpoint.variant, c.variant.name, checkpoint.parameters.shape().hidden, hidden);
+    spdlog::info(
+        "event=convert_checkpoint from_variant={} to_variant={} from_hidden={} to_hidden={}",
+        checkpoint.variant, c.variant.name, checkpoint.parameters.shape().hidden, hidden);
     state.parameters = convert_hidden_width(checkpoint.parameters, hidden, c.seed);
   } else {
     state.parameters = std::move(checkpoint.parameters);
@@ -88,11 +90,11 @@ Expected<InitialState> initial_state(const WorkerConfig& c, const MlpShape& shap
       if (!checkpoint) return unexpected(checkpoint.error());
       if (checkpoint->parameters.shape().inputs != shape.inputs ||
           checkpoint->parameters.shape().classes != shape.classes) {
-        return error(fmt::format("checkpoint {}: made for {} inputs and {} classes, the data has {} "
-                                 "and {}",
-                                 path, checkpoint->parameters.shape().inputs,
-                                 checkpoint->parameters.shape().classes, shape.inputs,
-                                 shape.classes));
+        return error(
+            fmt::format("checkpoint {}: made for {} inputs and {} classes, the data has {} "
+                        "and {}",
+                        path, checkpoint->parameters.shape().inputs,
+                        checkpoint->parameters.shape().classes, shape.inputs, shape.classes));
       }
       spdlog::info("event=resume checkpoint={} epoch={} variant={}", path, checkpoint->epoch,
                    checkpoint->variant);
@@ -145,10 +147,11 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
   auto loaded = load_data(c, data);
   if (!loaded) return unexpected(loaded.error());
   const MlpShape shape{data.train.pixels, c.variant.hidden_units(), kFashionMnistClasses};
-  spdlog::info("event=data_loaded samples={} validation={} variant={} hidden={} rank={} "
-               "world_size={}",
-               data.samples.size(), data.validation.size(), c.variant.name, shape.hidden, c.rank,
-               c.world_size);
+  spdlog::info(
+      "event=data_loaded samples={} validation={} variant={} hidden={} rank={} "
+      "world_size={}",
+      data.samples.size(), data.validation.size(), c.variant.name, shape.hidden, c.rank,
+      c.world_size);
 
   auto state = initial_state(c, shape);
   if (!state) return unexpected(state.error());
@@ -176,7 +179,8 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
   training.seed = c.seed;
   Trainer trainer(std::move(state->parameters), training, *all_reduce);
   if (!state->velocity.empty()) {
-    std::copy(state->velocity.begin(), state->velocity.end(), trainer.optimizer().velocity().begin());
+    std::copy(state->velocity.begin(), state->velocity.end(),
+              trainer.optimizer().velocity().begin());
   }
   int epoch = state->epoch;
   if (c.world_size > 1) {
@@ -211,7 +215,8 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
     spdlog::info("event=nothing_to_do epoch={} end_epoch={}", epoch, end);
     return summary;
   }
-  auto report_line = [&](int e, const Evaluation& eval, double seconds, std::optional<double> train) {
+  auto report_line = [&](int e, const Evaluation& eval, double seconds,
+                         std::optional<double> train) {
     nlohmann::json line = {{"epoch", e},
                            {"loss", eval.loss},
                            {"accuracy", eval.accuracy},
@@ -243,8 +248,7 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
         if (!ok) return unexpected(ok.error());
       }
       if (progress) {
-        auto action = progress->post(
-            {c.operator_context->phase, c.rank, epoch, summary.last.loss});
+        auto action = progress->post({c.operator_context->phase, c.rank, epoch, summary.last.loss});
         if (!action) {
           if (action.error().rejected) return error(action.error().message);
           // The controller may be restarting; training on is better than failing the phase.
@@ -286,8 +290,8 @@ Expected<void> run_benchmark(const WorkerConfig& c, std::ostream& out) {
   MlpParameters parameters(shape);
   initialise_parameters(parameters, c.seed);
   auto single = make_single_rank_all_reduce();
-  Trainer trainer(std::move(parameters),
-                  {c.batch_size, {c.learning_rate, c.momentum}, c.seed}, *single);
+  Trainer trainer(std::move(parameters), {c.batch_size, {c.learning_rate, c.momentum}, c.seed},
+                  *single);
   std::vector<double> train_cpu;
   std::vector<double> eval_cpu;
   const int epochs = std::max(1, c.epochs);
@@ -323,7 +327,8 @@ Expected<void> run_benchmark(const WorkerConfig& c, std::ostream& out) {
                         {"variant", c.variant.name},
                         {"batchSize", c.batch_size},
                         {"medianTrainCpuSeconds", median(train_cpu)},
-                        {"minTrainCpuSeconds", *std::min_element(train_cpu.begin(), train_cpu.end())},
+                        {"minTrainCpuSeconds",
+                         *std::min_element(train_cpu.begin(), train_cpu.end())},
                         {"medianValidationCpuSeconds", median(eval_cpu)}}
              .dump()
       << '\n';

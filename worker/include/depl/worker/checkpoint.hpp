@@ -16,11 +16,11 @@ inline constexpr std::uint32_t kCheckpointVersion = 1;
 inline constexpr const char* kCheckpointFileName = "checkpoint.depl";
 
 struct Checkpoint {
-  std::string variant;           // the variant's name when it was written
-  double width = 1.0;            // the variant's width
-  int epoch = 0;                 // epochs completed (global, across phases)
+  std::string variant;  // the variant's name when it was written
+  double width = 1.0;   // the variant's width
+  int epoch = 0;        // epochs completed (global, across phases)
   MlpParameters parameters;
-  std::vector<float> velocity;   // SGD momentum; empty when unknown (starts at zero)
+  std::vector<float> velocity;  // SGD momentum; empty when unknown (starts at zero)
 };
 
 // `dir`/checkpoint.depl

@@ -19,7 +19,8 @@ enum class DataSplit { Train, Test };
 
 // Loads the first max_items images of a split from `dir` (files `train-*` or `t10k-*`, with or
 // without `.gz`).
-Expected<ImageTable> load_fashion_mnist(const std::string& dir, DataSplit split,
-                                        std::size_t max_items = std::numeric_limits<std::size_t>::max());
+Expected<ImageTable> load_fashion_mnist(
+    const std::string& dir, DataSplit split,
+    std::size_t max_items = std::numeric_limits<std::size_t>::max());
 
 }  // namespace depl::worker

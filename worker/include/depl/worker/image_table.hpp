@@ -10,10 +10,10 @@
 namespace depl::worker {
 
 struct ImageTable {
-  int count = 0;                      // number of images
-  int pixels = 0;                     // bytes per image (28 * 28 for Fashion-MNIST)
-  std::vector<std::uint8_t> images;   // count * pixels, row after row
-  std::vector<std::uint8_t> labels;   // count class indices
+  int count = 0;                     // number of images
+  int pixels = 0;                    // bytes per image (28 * 28 for Fashion-MNIST)
+  std::vector<std::uint8_t> images;  // count * pixels, row after row
+  std::vector<std::uint8_t> labels;  // count class indices
 
   const std::uint8_t* image(int i) const {
     return images.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(pixels);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -17,6 +18,20 @@ using MatrixView = Eigen::Map<RowMatrix>;
 using ConstMatrixView = Eigen::Map<const RowMatrix>;
 using RowVectorView = Eigen::Map<Eigen::RowVectorXf>;
 using ConstRowVectorView = Eigen::Map<const Eigen::RowVectorXf>;
+
+// Allocates on 64-byte boundaries: Eigen's kernels take different (and differently rounded)
+// paths for differently aligned data, and a resumed run must repeat an uninterrupted one exactly.
+template <typename T>
+struct CacheAlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheAlignedAllocator() = default;
+  template <typename U>
+  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) noexcept {}  // NOLINT
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlignment); }
+  bool operator==(const CacheAlignedAllocator&) const = default;
+};
 
 struct MlpShape {
   int inputs = 0;
@@ -52,7 +67,7 @@ class MlpParameters {
 
  private:
   MlpShape shape_;
-  std::vector<float> values_;
+  std::vector<float, CacheAlignedAllocator<float>> values_;
 };
 
 // He-normal weights (suits ReLU), zero biases; the same seed gives the same network.
@@ -90,7 +105,7 @@ class MlpBatchKernel {
   RowMatrix inputs_;
   RowMatrix hidden1_;  // post-ReLU activations; reused for their gradients on the way back
   RowMatrix hidden2_;
-  RowMatrix output_;   // probabilities after forward, then d(loss)/d(logits)
+  RowMatrix output_;  // probabilities after forward, then d(loss)/d(logits)
   RowMatrix delta1_;
   RowMatrix delta2_;
 };

@@ -33,7 +33,7 @@ struct ProgressClientOptions {
   std::string url;    // http://host[:port]/path
   std::string token;  // sent as a bearer token
   int attempts = 5;
-  std::chrono::milliseconds first_backoff{200};  // doubles after each failed attempt
+  std::chrono::milliseconds first_backoff{200};                 // doubles after each failed attempt
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per attempt
   // Waits between attempts; injectable so tests of the retry path need not sleep.
   std::function<void(std::chrono::milliseconds)> sleep;

@@ -48,7 +48,7 @@ struct WorkerConfig {
   int batch_size = 128;  // global: samples per SGD step over all ranks
   float learning_rate = 0.05f;
   float momentum = 0.9f;
-  int test_samples = 10000;  // validation: the first N images of the test set
+  int test_samples = 10000;   // validation: the first N images of the test set
   bool eval_initial = false;  // also report the loss before the first epoch (e.g. after a switch)
   bool bench = false;         // time epochs instead of training a job
   std::optional<OperatorContext> operator_context;

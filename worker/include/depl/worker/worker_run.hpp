@@ -13,10 +13,10 @@
 namespace depl::worker {
 
 struct RunSummary {
-  int first_epoch = 0;           // epochs completed when training started (after any resume)
-  int last_epoch = 0;            // epochs completed when the run ended
+  int first_epoch = 0;                 // epochs completed when training started (after any resume)
+  int last_epoch = 0;                  // epochs completed when the run ended
   bool stopped_by_controller = false;  // the controller answered checkpointAndExit
-  Evaluation last;               // validation figures after the last epoch (rank 0)
+  Evaluation last;                     // validation figures after the last epoch (rank 0)
 };
 
 // Writes one JSON line per epoch to `out` on rank 0:

@@ -1,0 +1,222 @@
+// Whole runs of the worker on a few hundred real Fashion-MNIST samples: data-parallel ranks against
+// a single rank, and operator mode against a local progress endpoint.
+#include "depl/worker/worker_run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "depl/worker/checkpoint.hpp"
+#include "test_http_server.hpp"
+#include "test_support.hpp"
+
+namespace depl::worker {
+namespace {
+
+using testing::CannedResponse;
+using testing::RecordedRequest;
+using testing::TempDir;
+using testing::TestHttpServer;
+
+std::vector<nlohmann::json> lines_of(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+WorkerConfig small_run(const TempDir& dir) {
+  {
+    std::ofstream out(dir.file("shards.json"));
+    out << R"({"shards": [{"name": "tiny-a", "samples": 200}, {"name": "tiny-b", "samples": 100,
+             "labelNoise": 0.2}]})";
+  }
+  WorkerConfig c;
+  c.variant = *variant_from_name("quarter");
+  c.epochs = 2;
+  c.shards = dir.file("shards.json");
+  c.datasets = {"tiny-a", "tiny-b"};
+  c.seed = 5;
+  c.batch_size = 25;  // slices of 12 and 13 samples with two ranks
+  c.test_samples = 200;
+  c.listen_address = "127.0.0.1";
+  c.master_addr = "127.0.0.1";
+  c.peer_timeout = std::chrono::seconds(60);
+  return c;
+}
+
+TEST(WorkerRun, StandaloneRunPrintsOneJsonLinePerEpoch) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  WorkerConfig c = small_run(dir);
+  c.eval_initial = true;
+  std::ostringstream out;
+  auto summary = run_worker(c, out);
+  ASSERT_TRUE(summary) << summary.error().message;
+  const auto lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 3u);  // the initial evaluation, then epochs 1 and 2
+  EXPECT_EQ(lines[0]["epoch"], 0);
+  for (const auto& key : {"epoch", "loss", "accuracy", "variant", "seconds"}) {
+    EXPECT_TRUE(lines[2].contains(key)) << key;
+  }
+  EXPECT_EQ(lines[2]["epoch"], 2);
+  EXPECT_EQ(lines[2]["variant"], "quarter");
+  EXPECT_LT(lines[2]["loss"].get<double>(), lines[0]["loss"].get<double>());
+  EXPECT_EQ(summary->last_epoch, 2);
+}
+
+TEST(WorkerRun, TwoRanksMatchOneRank) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  std::ostringstream single_out;
+  ASSERT_TRUE(run_worker(small_run(dir), single_out));
+
+  std::promise<std::uint16_t> port;
+  auto port_future = port.get_future();
+  std::ostringstream out0;
+  std::ostringstream out1;
+  std::string error0;
+  std::string error1;
+  std::thread rank0([&] {
+    WorkerConfig c = small_run(dir);
+    c.world_size = 2;
+    c.rank = 0;
+    c.master_port = 0;
+    c.on_listening = [&](std::uint16_t p) { port.set_value(p); };
+    auto r = run_worker(c, out0);
+    if (!r) error0 = r.error().message;
+  });
+  std::thread rank1([&] {
+    WorkerConfig c = small_run(dir);
+    c.world_size = 2;
+    c.rank = 1;
+    c.master_port = port_future.get();
+    auto r = run_worker(c, out1);
+    if (!r) error1 = r.error().message;
+  });
+  rank0.join();
+  rank1.join();
+  ASSERT_EQ(error0, "");
+  ASSERT_EQ(error1, "");
+  EXPECT_EQ(out1.str(), "");  // only rank 0 reports
+  const auto single = lines_of(single_out.str());
+  const auto distributed = lines_of(out0.str());
+  ASSERT_EQ(single.size(), 2u);
+  ASSERT_EQ(distributed.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const double a = single[e]["loss"].get<double>();
+    const double b = distributed[e]["loss"].get<double>();
+    // Same batches, same steps: only the order of float additions differs.
+    EXPECT_NEAR(a, b, 1e-3 * a) << "epoch " << e + 1;
+    EXPECT_NEAR(single[e]["trainLoss"].get<double>(), distributed[e]["trainLoss"].get<double>(),
+                1e-3 * a);
+  }
+  // A different seed moves the curve by far more than that tolerance (the test can fail).
+  WorkerConfig other = small_run(dir);
+  other.seed = 6;
+  std::ostringstream other_out;
+  ASSERT_TRUE(run_worker(other, other_out));
+  EXPECT_GT(std::abs(lines_of(other_out.str())[0]["loss"].get<double>() -
+                     single[0]["loss"].get<double>()),
+            1e-3 * single[0]["loss"].get<double>());
+}
+
+TEST(WorkerRun, OperatorModeObeysCheckpointAndExitThenResumesAsAnotherVariant) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  TestHttpServer server([](const RecordedRequest& r) {
+    const auto report = nlohmann::json::parse(r.body);
+    // Phase 0 is stopped after its second epoch, as a re-plan that switches early would.
+    const bool stop = report["phase"] == 0 && report["epoch"] == 2;
+    return CannedResponse{200,
+                          stop ? R"({"action":"checkpointAndExit"})" : R"({"action":"continue"})"};
+  });
+  WorkerConfig c = small_run(dir);
+  c.epochs = 5;
+  c.checkpoint_dir = dir.file("ckpt");
+  c.operator_context =
+      OperatorContext{"j", "ns", 0, server.url("/v1/namespaces/ns/jobs/j/progress"), "tok", ""};
+  std::ostringstream out;
+  auto first = run_worker(c, out);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(first->stopped_by_controller);
+  EXPECT_EQ(first->last_epoch, 2);
+  auto checkpoint = read_checkpoint(checkpoint_path(c.checkpoint_dir));
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+  EXPECT_EQ(checkpoint->epoch, 2);
+  EXPECT_EQ(checkpoint->variant, "quarter");
+
+  // Phase 1: the eighth-width variant from epoch 2 for one epoch, converted from the checkpoint.
+  WorkerConfig next = c;
+  next.variant = *variant_from_name("eighth");
+  next.start_epoch = 2;
+  next.epochs = 1;
+  next.eval_initial = true;
+  next.operator_context->phase = 1;
+  std::ostringstream next_out;
+  auto second = run_worker(next, next_out);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_FALSE(second->stopped_by_controller);
+  EXPECT_EQ(second->first_epoch, 2);
+  EXPECT_EQ(second->last_epoch, 3);
+  const auto lines = lines_of(next_out.str());
+  ASSERT_EQ(lines.size(), 2u);
+  // Pruning keeps the strongest units: right after the switch the loss is near, not back at
+  // the untrained ~2.3.
+  EXPECT_LT(lines[0]["loss"].get<double>(), 1.5);
+
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].authorization, "Bearer tok");
+  const auto last = nlohmann::json::parse(requests[2].body);
+  EXPECT_EQ(last["phase"], 1);
+  EXPECT_EQ(last["epoch"], 3);
+  EXPECT_EQ(last["rank"], 0);
+  auto after = read_checkpoint(checkpoint_path(c.checkpoint_dir));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->epoch, 3);
+  EXPECT_EQ(after->variant, "eighth");
+  EXPECT_EQ(after->parameters.shape().hidden, 32);
+
+  // The phase is already done: a restarted pod finds the checkpoint at its end and exits at once.
+  std::ostringstream again_out;
+  auto again = run_worker(next, again_out);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->last_epoch, 3);
+  EXPECT_EQ(server.requests().size(), 3u);
+}
+
+TEST(WorkerRun, ARejectedProgressReportFailsTheRun) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  TestHttpServer server([](const RecordedRequest&) { return CannedResponse{403, "forbidden"}; });
+  WorkerConfig c = small_run(dir);
+  c.epochs = 1;
+  c.operator_context = OperatorContext{"j", "ns", 0, server.url("/p"), "wrong", ""};
+  std::ostringstream out;
+  auto r = run_worker(c, out);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("HTTP 403"), std::string::npos) << r.error().message;
+}
+
+TEST(WorkerRun, ACorruptCheckpointStopsTheRun) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  WorkerConfig c = small_run(dir);
+  c.checkpoint_dir = dir.file("ckpt");
+  std::filesystem::create_directories(c.checkpoint_dir);
+  std::ofstream(checkpoint_path(c.checkpoint_dir)) << "garbage";
+  std::ostringstream out;
+  auto r = run_worker(c, out);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("bad magic"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace depl::worker

@@ -1,0 +1,169 @@
+// depl-sim-worker: a worker that follows the operator's contract (docs/worker-contract.md) but
+// trains nothing. Each epoch it draws the loss from the profile the plan assumed
+// (DEPL_LOSS_PROFILE: l = f + (l - f) * rho + N(0, sigma^2), plus the switch jump when the phase
+// starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
+// The demo and the end-to-end tests use it as a stand-in for a real trainer.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "depl/worker/progress_client.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+// Reads a required integer variable; exits 2 with a message naming it when missing or bad.
+int env_int(const char* name, int minimum) {
+  auto v = env(name);
+  if (!v) {
+    fmt::print(stderr, "depl-sim-worker: {} is not set (run by the operator, or set it)\n", name);
+    std::exit(2);
+  }
+  try {
+    std::size_t used = 0;
+    const int value = std::stoi(*v, &used);
+    if (used == v->size() && value >= minimum) return value;
+  } catch (...) {
+  }
+  fmt::print(stderr, "depl-sim-worker: {} must be an integer >= {}, got \"{}\"\n", name, minimum, *v);
+  std::exit(2);
+}
+
+double number(const json& profile, const char* key, double fallback) {
+  auto it = profile.find(key);
+  return it != profile.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+struct Checkpoint {
+  int epoch = 0;
+  double loss = 0;
+  std::string model;
+};
+
+std::optional<Checkpoint> read_checkpoint(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  json j = json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("epoch") || !j.contains("loss")) {
+    spdlog::warn("event=checkpoint_unreadable file={}", file.string());
+    return std::nullopt;
+  }
+  return Checkpoint{j.value("epoch", 0), j.value("loss", 0.0), j.value("model", "")};
+}
+
+void write_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  const auto tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << json{{"epoch", c.epoch}, {"loss", c.loss}, {"model", c.model}}.dump();
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) spdlog::warn("event=checkpoint_write_failed file={} error=\"{}\"", file.string(), ec.message());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"depl-sim-worker: draws losses from DEPL_LOSS_PROFILE and reports them like a "
+               "real worker (see docs/worker-contract.md)"};
+  double epoch_seconds = 0.1;
+  std::uint64_t seed = 0;
+  app.add_option("--epoch-seconds", epoch_seconds, "wall time of one simulated epoch")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--seed", seed, "random seed (default: from the job, phase, rank and start epoch)");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string job = env("DEPL_JOB").value_or("standalone");
+  const std::string model = env("DEPL_MODEL").value_or("model");
+  const int phase = env_int("DEPL_PHASE", 0);
+  const int rank = env_int("RANK", 0);
+  const int epochs = env_int("DEPL_EPOCHS", 1);
+  const int start_epoch = env_int("DEPL_START_EPOCH", 0);
+  const std::string profile_text = env("DEPL_LOSS_PROFILE").value_or("");
+  json profile = json::parse(profile_text, nullptr, false);
+  if (!profile.is_object()) {
+    fmt::print(stderr, "depl-sim-worker: DEPL_LOSS_PROFILE must be a JSON object, got \"{}\"\n",
+               profile_text);
+    return 2;
+  }
+  const double l0 = number(profile, "initialLoss", 1.0);
+  const double floor0 = number(profile, "floorLoss", 0.0);
+  const double decay = number(profile, "decayPerEpoch", 0.9);
+  const double sigma = number(profile, "noiseStddev", 0.0);
+  const double reference = number(profile, "referenceSamples", 1.0);
+  const double alpha = number(profile, "dataExponent", 0.0);
+  const double effective = number(profile, "effectiveSamples", reference);
+  const double rho = std::pow(decay, effective / reference);
+  const double floor = floor0 * std::pow(reference / effective, alpha);
+
+  if (seed == 0) {
+    seed = std::hash<std::string>{}(fmt::format("{}/{}/{}/{}", job, phase, rank, start_epoch));
+  }
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+
+  const std::filesystem::path checkpoint_file =
+      std::filesystem::path(env("DEPL_CHECKPOINT_DIR").value_or(".")) / "sim-checkpoint.json";
+  double loss = l0;
+  if (auto c = read_checkpoint(checkpoint_file)) {
+    loss = c->loss;
+    if (!c->model.empty() && c->model != model) {
+      const json jump = profile.value("switchJump", json::object());
+      loss += number(jump, "mean", 0.0) + number(jump, "stddev", 0.0) * noise(rng);
+      spdlog::info("event=switch from={} to={} loss={:.6g}", c->model, model, loss);
+    }
+    spdlog::info("event=resume checkpoint_epoch={} start_epoch={}", c->epoch, start_epoch);
+  }
+
+  std::optional<depl::worker::ProgressClient> progress;
+  if (auto url = env("DEPL_PROGRESS_URL")) {
+    depl::worker::ProgressClientOptions options;
+    options.url = *url;
+    options.token = env("DEPL_PROGRESS_TOKEN").value_or("");
+    auto client = depl::worker::ProgressClient::create(options);
+    if (!client) {
+      fmt::print(stderr, "depl-sim-worker: DEPL_PROGRESS_URL: {}\n", client.error().message);
+      return 2;
+    }
+    progress.emplace(std::move(*client));
+  }
+
+  for (int epoch = start_epoch + 1; epoch <= start_epoch + epochs; ++epoch) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(epoch_seconds));
+    loss = floor + (loss - floor) * rho + sigma * noise(rng);
+    loss = std::max(loss, 0.0);
+    if (rank == 0) write_checkpoint(checkpoint_file, {epoch, loss, model});
+    fmt::print("{}\n", json{{"epoch", epoch}, {"loss", loss}, {"variant", model}}.dump());
+    std::fflush(stdout);
+    if (!progress) continue;
+    auto answer = progress->post({phase, rank, epoch, loss});
+    if (!answer) {
+      fmt::print(stderr, "depl-sim-worker: progress report for epoch {} failed: {}\n", epoch,
+                 answer.error().message);
+      return answer.error().rejected ? 3 : 4;
+    }
+    if (*answer == depl::worker::ProgressAction::CheckpointAndExit) {
+      spdlog::info("event=checkpoint_and_exit epoch={}", epoch);
+      return 0;
+    }
+  }
+  return 0;
+}
