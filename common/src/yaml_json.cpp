@@ -2,6 +2,7 @@
 // from YAML::Node: the events carry each scalar's tag (quoted vs plain) and position, anchors can
 // be expanded under a size budget, and the document loop can stop yaml-cpp 0.7's LoadAll, which
 // never returns on a stray top-level ',' (it yields an empty document without consuming it).
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -32,8 +33,7 @@ std::string located(std::string_view source, int line, int column, std::string_v
   return fmt::format("{}:{}:{}: {}", source, line + 1, column + 1, what);
 }
 
-// Thrown by the builder from inside parser callbacks and caught in read_documents; it never
-// leaves this file.
+// Thrown and caught inside the builder's callbacks; it never reaches yaml-cpp or callers.
 struct BuildError {
   YAML::Mark mark;
   std::string what;
@@ -48,18 +48,68 @@ class JsonBuilder final : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     document_start_ = mark;
+    failure_.reset();
     document_ = nullptr;
     stack_.clear();
     anchors_.clear();
   }
   void OnDocumentEnd() override {}
 
+  // The first problem found while building, if any. Later events of the document are ignored
+  // so that yaml-cpp still reports a syntax error further on, which takes precedence.
+  const std::optional<BuildError>& failure() const { return failure_; }
+
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    if (at_key()) return set_key(mark, "null");
-    add(mark, json(nullptr), anchor, count_value(mark));
+    guarded([&] {
+      if (at_key()) return set_key(mark, "null");
+      add(mark, json(nullptr), anchor, count_value(mark));
+    });
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    guarded([&] { alias(mark, anchor); });
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& text) override {
+    guarded([&] { scalar(mark, tag, anchor, text); });
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    guarded([&] { open(mark, json::array(), anchor); });
+  }
+  void OnSequenceEnd() override {
+    guarded([&] { close(); });
+  }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    guarded([&] { open(mark, json::object(), anchor); });
+  }
+  void OnMapEnd() override {
+    guarded([&] { close(); });
+  }
+
+ private:
+  struct Frame {
+    json value;
+    YAML::anchor_t anchor = 0;
+    std::size_t values_at_start = 0;
+    std::optional<std::string> key;  // maps only: the key whose value comes next
+  };
+
+  template <typename Step>
+  void guarded(Step step) {
+    if (failure_) return;
+    try {
+      step();
+    } catch (const BuildError& e) {
+      failure_ = e;
+    }
+  }
+
+  void alias(const YAML::Mark& mark, YAML::anchor_t anchor) {
     const auto found = anchors_.find(anchor);
     if (found == anchors_.end()) {
       throw BuildError{mark, "alias refers to an anchor that is not complete yet (a cycle)"};
@@ -78,8 +128,8 @@ class JsonBuilder final : public YAML::EventHandler {
     add(mark, value, 0, size);
   }
 
-  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                const std::string& text) override {
+  void scalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+              const std::string& text) {
     if (at_key()) return set_key(mark, text);
     // yaml-cpp tags quoted and block scalars "!" and plain ones "?"; `!!str` forces a string.
     json value;
@@ -92,26 +142,6 @@ class JsonBuilder final : public YAML::EventHandler {
     }
     add(mark, std::move(value), anchor, count_value(mark));
   }
-
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    open(mark, json::array(), anchor);
-  }
-  void OnSequenceEnd() override { close(); }
-
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
-    open(mark, json::object(), anchor);
-  }
-  void OnMapEnd() override { close(); }
-
- private:
-  struct Frame {
-    json value;
-    YAML::anchor_t anchor = 0;
-    std::size_t values_at_start = 0;
-    std::optional<std::string> key;  // maps only: the key whose value comes next
-  };
 
   static BuildError too_many(const YAML::Mark& mark) {
     return BuildError{mark, fmt::format("more than {} values", kMaxValues)};
@@ -176,6 +206,7 @@ class JsonBuilder final : public YAML::EventHandler {
   std::map<YAML::anchor_t, std::pair<json, std::size_t>> anchors_;
   std::size_t values_ = 0;
   std::size_t aliased_values_ = 0;
+  std::optional<BuildError> failure_;
 };
 
 Expected<std::vector<json>> read_documents(std::string_view yaml, std::string_view source) {
@@ -183,10 +214,10 @@ Expected<std::vector<json>> read_documents(std::string_view yaml, std::string_vi
     return error(located(source, bad->first, bad->second, "not valid UTF-8 text"));
   }
   std::vector<json> documents;
+  JsonBuilder builder;
   try {
     std::istringstream stream{std::string(yaml)};
     YAML::Parser parser(stream);
-    JsonBuilder builder;
     std::optional<int> previous_start;
     while (parser.HandleNextDocument(builder)) {
       const YAML::Mark start = builder.document_start();
@@ -197,11 +228,17 @@ Expected<std::vector<json>> read_documents(std::string_view yaml, std::string_vi
         return error(located(source, start.line, start.column,
                              fmt::format("unexpected '{}' outside a flow collection", c)));
       }
+      if (const auto& failure = builder.failure()) {
+        return error(located(source, failure->mark.line, failure->mark.column, failure->what));
+      }
       previous_start = start.pos;
       documents.push_back(builder.take_document());
     }
-  } catch (const BuildError& e) {
-    return error(located(source, e.mark.line, e.mark.column, e.what));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard (its message is just "bad file"); the builder's limit is lower and
+    // usually trips first.
+    return error(located(source, e.mark.line, e.mark.column,
+                         fmt::format("nested deeper than {} levels", kMaxDepth)));
   } catch (const YAML::Exception& e) {
     return error(located(source, e.mark.line, e.mark.column, e.msg));
   } catch (const std::exception& e) {

@@ -150,9 +150,25 @@ TEST(YamlToJson, AliasBombsAndDeepNestingAreRefused) {
   ASSERT_FALSE(exploded.has_value());
   EXPECT_NE(exploded.error().message.find("aliases expand to more than"), std::string::npos);
 
-  const std::string deep = std::string(300, '[') + std::string(300, ']');
-  auto nested = yaml_to_json(deep);
-  ASSERT_FALSE(nested.has_value());
+  for (std::size_t depth : {300, 5000}) {
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    auto nested = yaml_to_json(deep);
+    ASSERT_FALSE(nested.has_value());
+    EXPECT_NE(nested.error().message.find("nested deeper than 200 levels"), std::string::npos)
+        << nested.error().message;
+  }
+  std::string block;
+  for (int level = 0; level < 250; ++level) block += std::string(2 * level, ' ') + "a:\n";
+  auto nested_block = yaml_to_json(block);
+  ASSERT_FALSE(nested_block.has_value());
+  EXPECT_NE(nested_block.error().message.find("nested deeper"), std::string::npos);
+}
+
+TEST(YamlToJson, SyntaxErrorsTakePrecedenceOverContentErrors) {
+  // The duplicate key comes first, but an unclosed bracket later is what the user must fix.
+  auto bad = yaml_to_json("a: 1\na: 2\nb: [1, 2\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message.find("duplicate"), std::string::npos) << bad.error().message;
 }
 
 TEST(YamlToJson, GarbageNeverThrows) {
