@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "depl/solver/evaluator.hpp"
+
 namespace depl::controller {
 namespace {
 
@@ -46,6 +48,24 @@ json loss_profile_json(const solver::LossProfile& lp) {
   return json{{"initialLoss", lp.initial_loss},           {"floorLoss", lp.floor_loss},
               {"decayPerEpoch", lp.decay_per_epoch},      {"noiseStddev", lp.noise_stddev},
               {"referenceSamples", lp.reference_samples}, {"dataExponent", lp.data_exponent}};
+}
+
+// The loss profile the plan assumed for this phase, with the effective samples per epoch (E)
+// and, when the phase starts with a switch, the switch's loss jump.
+json assumed_profile(const PhaseLaunch& launch, const solver::ModelVariant& model) {
+  json profile = loss_profile_json(model.loss);
+  profile["effectiveSamples"] = solver::effective_samples(*launch.problem, launch.plan->datasets);
+  if (launch.phase > 0) {
+    const auto& previous = launch.problem->models.at(launch.plan->phases.at(launch.phase - 1).model);
+    if (previous.name != model.name) {
+      if (const auto* sw = launch.problem->find_switch(previous.name, model.name)) {
+        profile["switchJump"] = {{"from", previous.name},
+                                 {"mean", sw->jump_mean},
+                                 {"stddev", sw->jump_stddev}};
+      }
+    }
+  }
+  return profile;
 }
 
 }  // namespace
@@ -183,7 +203,7 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
       json{{"name", "DEPL_PROGRESS_TOKEN"},
            {"valueFrom",
             {{"secretKeyRef", {{"name", token_secret_name(name)}, {"key", kTokenKey}}}}}},
-      env_value("DEPL_LOSS_PROFILE", loss_profile_json(model.loss).dump()),
+      env_value("DEPL_LOSS_PROFILE", assumed_profile(launch, model).dump()),
       env_value("WORLD_SIZE", std::to_string(phase.workers)),
       env_value("RANK", std::to_string(rank)),
       env_value("MASTER_ADDR", master),
