@@ -13,18 +13,18 @@
 namespace depl::pki {
 
 struct CertificateAndKey {
-  std::string certificate_pem;
-  std::string private_key_pem;  // PKCS#8 "BEGIN PRIVATE KEY"
+  std::string certificate_pem{};
+  std::string private_key_pem{};  // PKCS#8 "BEGIN PRIVATE KEY"
 };
 
 struct CertificateSpec {
-  std::string common_name;
-  std::vector<std::string> organizations;  // for client certificates: the user's groups
-  std::vector<std::string> dns_names;      // subjectAltName DNS entries
-  std::vector<std::string> ip_addresses;   // subjectAltName IP entries ("127.0.0.1", "::1")
-  bool server_auth = true;                 // extendedKeyUsage serverAuth
-  bool client_auth = false;                // extendedKeyUsage clientAuth
-  std::chrono::hours validity{24 * 365};   // valid from one hour ago (clock skew) for this long
+  std::string common_name{};
+  std::vector<std::string> organizations{};  // for client certificates: the user's groups
+  std::vector<std::string> dns_names{};      // subjectAltName DNS entries
+  std::vector<std::string> ip_addresses{};   // subjectAltName IP entries ("127.0.0.1", "::1")
+  bool server_auth = true;                   // extendedKeyUsage serverAuth
+  bool client_auth = false;                  // extendedKeyUsage clientAuth
+  std::chrono::hours validity{24 * 365};     // valid from one hour ago (clock skew) for this long
 };
 
 // A server certificate for local use: CN "localhost", SANs localhost, 127.0.0.1 and ::1.

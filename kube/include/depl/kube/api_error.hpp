@@ -13,12 +13,12 @@
 namespace depl::kube {
 
 struct ApiError {
-  int code = 0;         // HTTP status code; 0 when no HTTP response was received
-  std::string reason;   // Status.reason ("NotFound", "Conflict", "Expired", ...) or, for
-                        // code 0, one of the transport reasons below
-  std::string message;  // human-readable, from Status.message or the transport
-  std::optional<std::chrono::seconds> retry_after;  // Retry-After header or details
-  nlohmann::json details;  // Status.details when present (name, kind, uid, causes)
+  int code = 0;           // HTTP status code; 0 when no HTTP response was received
+  std::string reason{};   // Status.reason ("NotFound", "Conflict", "Expired", ...) or, for
+                          // code 0, one of the transport reasons below
+  std::string message{};  // human-readable, from Status.message or the transport
+  std::optional<std::chrono::seconds> retry_after{};  // Retry-After header or details
+  nlohmann::json details{};  // Status.details when present (name, kind, uid, causes)
 
   // Reasons used when code == 0.
   static constexpr std::string_view kConnectFailed = "ConnectFailed";    // request never sent

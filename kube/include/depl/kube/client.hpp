@@ -25,8 +25,8 @@
 namespace depl::kube {
 
 struct ClientOptions {
-  RateLimit rate_limit;  // QPS 20, burst 40
-  RetryPolicy retry;
+  RateLimit rate_limit{};  // QPS 20, burst 40
+  RetryPolicy retry{};
   std::chrono::milliseconds request_timeout{30'000};
   // A watch with timeoutSeconds T fails when no byte arrives for T + margin (a silently dropped
   // connection must not hang it). Without timeoutSeconds the idle timeout is the default below.
@@ -35,9 +35,9 @@ struct ClientOptions {
   std::string user_agent = "depl-operator/0.1";
   std::string default_namespace = "default";
   // Time source for rate limiting and backoff sleeps; null = SystemClock.
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
   // Jitter of retry backoff; null = seeded from std::random_device.
-  std::shared_ptr<RandomSource> random;
+  std::shared_ptr<RandomSource> random{};
 };
 
 // Thread-safe; copies share the same transport, limiter and credentials.
@@ -91,7 +91,7 @@ class Client {
 
  private:
   struct Shared;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<Shared> shared_{};
 };
 
 }  // namespace depl::kube

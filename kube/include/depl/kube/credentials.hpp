@@ -13,8 +13,8 @@
 namespace depl::kube {
 
 struct Credentials {
-  std::string authorization;  // full Authorization header value ("Bearer ..."), or empty
-  std::shared_ptr<const TlsClientIdentity> tls_identity;  // null: no client certificate
+  std::string authorization{};  // full Authorization header value ("Bearer ..."), or empty
+  std::shared_ptr<const TlsClientIdentity> tls_identity{};  // null: no client certificate
 };
 
 // Thread-safe: called concurrently by every request.
@@ -39,7 +39,7 @@ class StaticCredentials : public CredentialProvider {
   Expected<Credentials, ApiError> credentials() override { return credentials_; }
 
  private:
-  Credentials credentials_;
+  Credentials credentials_{};
 };
 
 // "Basic base64(user:password)".

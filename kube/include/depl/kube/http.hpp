@@ -25,18 +25,18 @@ std::string_view find_header(const Headers& headers, std::string_view name);
 // credential refresh (an exec plugin returning a new certificate) reaches the transport,
 // which then drops connections made with the old identity.
 struct TlsClientIdentity {
-  std::string certificate_pem;
-  std::string key_pem;
+  std::string certificate_pem{};
+  std::string key_pem{};
   bool operator==(const TlsClientIdentity&) const = default;
 };
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", "PUT", "PATCH", "DELETE"
-  std::string path;    // absolute path without query, already percent-encoded per segment
-  std::vector<std::pair<std::string, std::string>> query;  // unencoded, in order
-  Headers headers;
-  std::string body;
-  std::shared_ptr<const TlsClientIdentity> tls_identity;  // null: no client certificate
+  std::string method{};  // "GET", "POST", "PUT", "PATCH", "DELETE"
+  std::string path{};    // absolute path without query, already percent-encoded per segment
+  std::vector<std::pair<std::string, std::string>> query{};  // unencoded, in order
+  Headers headers{};
+  std::string body{};
+  std::shared_ptr<const TlsClientIdentity> tls_identity{};  // null: no client certificate
 
   // path + "?" + percent-encoded query (the HTTP request target).
   std::string target() const;
@@ -48,8 +48,8 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 0;
-  Headers headers;
-  std::string body;
+  Headers headers{};
+  std::string body{};
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
 };
 

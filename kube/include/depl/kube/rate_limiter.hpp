@@ -23,10 +23,10 @@ class TokenBucket {
   std::chrono::nanoseconds reserve(TimePoint now);
 
  private:
-  RateLimit limit_;
-  std::mutex mutex_;
-  double tokens_;   // may go negative: tokens promised to callers still waiting
-  TimePoint last_;  // when tokens_ was last brought up to date
+  RateLimit limit_{};
+  std::mutex mutex_{};
+  double tokens_{};   // may go negative: tokens promised to callers still waiting
+  TimePoint last_{};  // when tokens_ was last brought up to date
 };
 
 }  // namespace depl::kube

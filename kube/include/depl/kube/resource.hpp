@@ -9,10 +9,10 @@
 namespace depl::kube {
 
 struct ResourceType {
-  std::string group;     // "" for the core group ("v1" objects live under /api)
-  std::string version;   // "v1", "v1alpha1", ...
-  std::string resource;  // lower-case plural as in the URL: "pods", "dependabletrainingjobs"
-  std::string kind;      // "Pod"
+  std::string group{};     // "" for the core group ("v1" objects live under /api)
+  std::string version{};   // "v1", "v1alpha1", ...
+  std::string resource{};  // lower-case plural as in the URL: "pods", "dependabletrainingjobs"
+  std::string kind{};      // "Pod"
   bool namespaced = true;
 
   // "v1" for the core group, "<group>/<version>" otherwise: the objects' apiVersion field.

@@ -42,8 +42,8 @@ class Backoff {
   const RetryPolicy& policy() const { return policy_; }
 
  private:
-  RetryPolicy policy_;
-  std::shared_ptr<RandomSource> random_;
+  RetryPolicy policy_{};
+  std::shared_ptr<RandomSource> random_{};
 };
 
 }  // namespace depl::kube

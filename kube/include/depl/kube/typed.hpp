@@ -15,10 +15,10 @@
 namespace depl::kube {
 
 struct OwnerReference {
-  std::string api_version;
-  std::string kind;
-  std::string name;
-  std::string uid;
+  std::string api_version{};
+  std::string kind{};
+  std::string name{};
+  std::string uid{};
   bool controller = false;
   bool block_owner_deletion = false;
   nlohmann::json to_json() const;
@@ -57,11 +57,11 @@ class ObjectView {
 };
 
 struct Condition {
-  std::string type;
-  std::string status;  // "True", "False", "Unknown"
-  std::string reason;
-  std::string message;
-  std::string last_transition_time;
+  std::string type{};
+  std::string status{};  // "True", "False", "Unknown"
+  std::string reason{};
+  std::string message{};
+  std::string last_transition_time{};
 };
 
 std::vector<Condition> conditions_of(const nlohmann::json& status);

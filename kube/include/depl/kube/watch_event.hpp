@@ -22,8 +22,8 @@ const char* to_string(WatchEventType type);
 
 struct WatchEvent {
   WatchEventType type = WatchEventType::Added;
-  nlohmann::json object;          // the object; for Error the Status
-  std::optional<ApiError> error;  // set exactly when type == Error (code 410 = relist)
+  nlohmann::json object{};          // the object; for Error the Status
+  std::optional<ApiError> error{};  // set exactly when type == Error (code 410 = relist)
 
   // metadata.resourceVersion of the object; "" for ERROR events (they carry none, and a
   // watcher must never resume from an ERROR's "version").
@@ -51,7 +51,7 @@ class WatchDecoder {
   std::size_t buffered() const { return buffer_.size() - consumed_; }
 
  private:
-  std::string buffer_;
+  std::string buffer_{};
   std::size_t consumed_ = 0;  // bytes of buffer_ already returned as lines
   std::size_t scanned_ = 0;   // bytes of buffer_ known to contain no '\n' after consumed_
   bool finished_ = false;

@@ -28,8 +28,8 @@ class WatchStream {
   void cancel();
 
  private:
-  std::unique_ptr<ResponseStream> stream_;
-  WatchDecoder decoder_;
+  std::unique_ptr<ResponseStream> stream_{};
+  WatchDecoder decoder_{};
   bool ended_ = false;
 };
 

@@ -31,26 +31,26 @@ class StreamFeed {
 
  private:
   friend class ScriptedStream;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::string> chunks_;
+  mutable std::mutex mutex_{};
+  std::condition_variable changed_{};
+  std::deque<std::string> chunks_{};
   bool ended_ = false;
   bool cancelled_ = false;
-  std::optional<ApiError> error_;
+  std::optional<ApiError> error_{};
 };
 
 struct StreamScript {
   int status = 200;
-  Headers headers;
-  std::vector<std::string> chunks;  // delivered one read() each
+  Headers headers{};
+  std::vector<std::string> chunks{};  // delivered one read() each
   // After the chunks: end normally (nullopt), fail with this error, or (hang = true) block
   // until cancelled, like a silent connection.
-  std::optional<ApiError> error;
+  std::optional<ApiError> error{};
   bool hang = false;
 };
 
 struct RecordedRequest {
-  HttpRequest request;
+  HttpRequest request{};
   std::chrono::milliseconds timeout{0};  // send timeout or stream idle timeout
   bool stream = false;                   // open_stream rather than send
 };
@@ -87,12 +87,12 @@ class ScriptedTransport : public Transport {
   std::optional<Outcome> next_outcome(const HttpRequest& request, std::chrono::milliseconds timeout,
                                       bool stream, StreamScript* live_head);
 
-  mutable std::mutex mutex_;
-  mutable std::condition_variable requested_;
-  std::deque<Outcome> queue_;
-  std::deque<StreamScript> live_heads_;  // status/headers of queued live streams, in order
-  Handler handler_;
-  std::vector<RecordedRequest> requests_;
+  mutable std::mutex mutex_{};
+  mutable std::condition_variable requested_{};
+  std::deque<Outcome> queue_{};
+  std::deque<StreamScript> live_heads_{};  // status/headers of queued live streams, in order
+  Handler handler_{};
+  std::vector<RecordedRequest> requests_{};
 };
 
 // A Status JSON body, as the API server sends with errors.

@@ -1,0 +1,208 @@
+#include "depl/kube/exec_credentials.hpp"
+
+#include <charconv>
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "base64.hpp"
+#include "file_util.hpp"
+#include "process.hpp"
+
+namespace depl::kube {
+
+using nlohmann::json;
+
+namespace {
+Unexpected<ApiError> config_error(std::string message) {
+  return unexpected(ApiError::transport(ApiError::kConfigError, std::move(message)));
+}
+
+std::string trimmed(std::string text, std::size_t max = 400) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.size() > max) text = text.substr(0, max) + "...";
+  return text;
+}
+
+bool parse_int(std::string_view text, int& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+}  // namespace
+
+std::optional<Clock::WallTimePoint> parse_rfc3339(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  int year, month, day, hour, minute, second;
+  if (!parse_int(text.substr(0, 4), year) || !parse_int(text.substr(5, 2), month) ||
+      !parse_int(text.substr(8, 2), day) || !parse_int(text.substr(11, 2), hour) ||
+      !parse_int(text.substr(14, 2), minute) || !parse_int(text.substr(17, 2), second)) {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  std::size_t pos = 19;
+  std::chrono::nanoseconds fraction{0};
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    long long scale = 100'000'000;
+    std::size_t digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (scale > 0) fraction += std::chrono::nanoseconds((text[pos] - '0') * scale);
+      scale /= 10;
+      ++pos;
+      ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+  }
+  std::chrono::minutes offset{0};
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') &&
+             text[pos + 3] == ':') {
+    int oh, om;
+    if (!parse_int(text.substr(pos + 1, 2), oh) || !parse_int(text.substr(pos + 4, 2), om)) {
+      return std::nullopt;
+    }
+    offset = std::chrono::minutes(oh * 60 + om) * (text[pos] == '-' ? -1 : 1);
+    pos += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (pos != text.size()) return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(month),
+                                         std::chrono::day(day)};
+  if (!date.ok()) return std::nullopt;
+  auto time = std::chrono::sys_days(date) + std::chrono::hours(hour) +
+              std::chrono::minutes(minute) + std::chrono::seconds(second) - offset;
+  return std::chrono::time_point_cast<Clock::WallTimePoint::duration>(time) +
+         std::chrono::duration_cast<Clock::WallTimePoint::duration>(fraction);
+}
+
+ExecCredentials::ExecCredentials(ExecConfig exec, KubeconfigCluster cluster, std::string user_name,
+                                 std::shared_ptr<Clock> clock, bool stdin_is_terminal,
+                                 std::shared_ptr<const TlsClientIdentity> fallback_identity)
+    : exec_(std::move(exec)),
+      cluster_(std::move(cluster)),
+      user_name_(std::move(user_name)),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
+      interactive_(exec_.interactive_mode != "Never" && stdin_is_terminal),
+      fallback_identity_(std::move(fallback_identity)) {}
+
+json ExecCredentials::exec_info() const {
+  json spec = {{"interactive", interactive_}};
+  if (exec_.provide_cluster_info) {
+    json cluster = {{"server", cluster_.server}};
+    if (!cluster_.tls_server_name.empty()) cluster["tls-server-name"] = cluster_.tls_server_name;
+    if (cluster_.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
+    std::string ca = cluster_.certificate_authority_data;
+    if (ca.empty() && !cluster_.certificate_authority.empty()) {
+      if (auto file = read_file(cluster_.certificate_authority)) ca = *file;
+    }
+    if (!ca.empty()) cluster["certificate-authority-data"] = detail::base64_encode(ca);
+    if (!cluster_.proxy_url.empty()) cluster["proxy-url"] = cluster_.proxy_url;
+    if (cluster_.disable_compression) cluster["disable-compression"] = true;
+    if (!cluster_.exec_extension.is_null()) cluster["config"] = cluster_.exec_extension;
+    spec["cluster"] = std::move(cluster);
+  }
+  return {{"apiVersion", exec_.api_version}, {"kind", "ExecCredential"}, {"spec", std::move(spec)}};
+}
+
+int ExecCredentials::runs() const {
+  std::lock_guard lock(mutex_);
+  return runs_;
+}
+
+Expected<Credentials, ApiError> ExecCredentials::credentials() {
+  std::lock_guard lock(mutex_);
+  if (cached_ && (!expires_at_ || clock_->wall_now() < *expires_at_)) return *cached_;
+  cached_.reset();
+  expires_at_.reset();
+  return run_plugin();
+}
+
+void ExecCredentials::on_unauthorized() {
+  std::lock_guard lock(mutex_);
+  if (cached_) spdlog::info("kube exec credentials reset after 401 user={}", user_name_);
+  cached_.reset();
+  expires_at_.reset();
+}
+
+Expected<Credentials, ApiError> ExecCredentials::run_plugin() {
+  const std::string who = "exec plugin \"" + exec_.command + "\" for user \"" + user_name_ + "\"";
+  if (exec_.interactive_mode == "Always" && !interactive_) {
+    return config_error(who +
+                        " requires interactive mode (interactiveMode: Always) but standard "
+                        "input is not a terminal");
+  }
+  std::vector<std::string> argv{exec_.command};
+  argv.insert(argv.end(), exec_.args.begin(), exec_.args.end());
+  auto env = exec_.env;
+  env.emplace_back("KUBERNETES_EXEC_INFO", exec_info().dump());
+  ++runs_;
+  auto result = detail::run_process(argv, env, interactive_);
+  if (!result) {
+    std::string message = who + " could not be started: " + result.error().message;
+    if (!exec_.install_hint.empty()) message += "\n" + exec_.install_hint;
+    return config_error(std::move(message));
+  }
+  if (result->exit_code != 0) {
+    return config_error(who + " failed with exit code " + std::to_string(result->exit_code) +
+                        (result->err.empty() ? "" : ": " + trimmed(result->err)));
+  }
+  json output = json::parse(result->out, nullptr, false);
+  if (output.is_discarded() || !output.is_object()) {
+    return config_error(
+        who + " did not print an ExecCredential JSON object: " + trimmed(result->out, 200));
+  }
+  if (output.value("kind", json()) != "ExecCredential") {
+    return config_error(who + " printed kind " + output.value("kind", json("")).dump() +
+                        ", want ExecCredential");
+  }
+  const json api_version = output.value("apiVersion", json(""));
+  if (api_version != exec_.api_version) {
+    return config_error(
+        "exec plugin is configured to use API version " + exec_.api_version +
+        ", plugin returned version " +
+        (api_version.is_string() ? api_version.get<std::string>() : api_version.dump()));
+  }
+  const json status = output.value("status", json());
+  if (!status.is_object()) return config_error(who + ": the ExecCredential has no status");
+  auto text = [&](const char* key) {
+    auto it = status.find(key);
+    return (it != status.end() && it->is_string()) ? it->get<std::string>() : std::string();
+  };
+  Credentials credentials;
+  const std::string token = text("token");
+  const std::string cert = text("clientCertificateData");
+  const std::string key = text("clientKeyData");
+  if (cert.empty() != key.empty()) {
+    return config_error(who +
+                        ": status.clientCertificateData and status.clientKeyData must both be "
+                        "set");
+  }
+  if (token.empty() && cert.empty()) {
+    return config_error(who + ": status has neither token nor clientCertificateData/clientKeyData");
+  }
+  if (!token.empty()) credentials.authorization = "Bearer " + token;
+  if (!cert.empty()) {
+    credentials.tls_identity =
+        std::make_shared<const TlsClientIdentity>(TlsClientIdentity{cert, key});
+  } else {
+    credentials.tls_identity = fallback_identity_;
+  }
+  if (std::string expiry = text("expirationTimestamp"); !expiry.empty()) {
+    expires_at_ = parse_rfc3339(expiry);
+    if (!expires_at_) {
+      return config_error(who + ": status.expirationTimestamp \"" + expiry + "\" is not RFC 3339");
+    }
+  }
+  cached_ = credentials;
+  return credentials;
+}
+
+}  // namespace depl::kube
