@@ -17,7 +17,11 @@ void default_if_absent(json& object, const json::json_pointer& pointer, const js
 }  // namespace
 
 void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_t& next_ip) {
-  if (type.custom) return;
+  if (type.custom) {
+    // With a status subresource, create ignores status (it is written through /status).
+    if (type.has_status_subresource) object.erase("status");
+    return;
+  }
   const std::string& r = type.plural;
   if (type.group.empty() && r == "pods") {
     default_if_absent(object, "/spec/restartPolicy"_json_pointer, "Always");

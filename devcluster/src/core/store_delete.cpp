@@ -158,7 +158,11 @@ void ApiStore::Impl::remove_now(const std::string& storage_key, const std::strin
   if (!current) return;
   json gone = *current;
   set_rv(gone, next_rv());
-  auto last = std::make_shared<const json>(std::move(gone));
+  remove_with(storage_key, key, std::make_shared<const json>(std::move(gone)));
+}
+
+void ApiStore::Impl::remove_with(const std::string& storage_key, const std::string& key,
+                                 const ObjectPtr& last) {
   erase(storage_key, key, last);
   if (const ResourceType* type = storage_type(storage_key);
       type && type->plural == "customresourcedefinitions") {

@@ -122,6 +122,9 @@ struct ApiStore::Impl {
   ObjectPtr delete_object(const std::string& storage_key, const std::string& key,
                           const std::string& policy, std::optional<std::int64_t> grace);
   void remove_now(const std::string& storage_key, const std::string& key);
+  // Removes the object with `last` (already at its new resourceVersion) as the DELETED state,
+  // then runs the CRD hook and the garbage collector for its dependents, owners and namespace.
+  void remove_with(const std::string& storage_key, const std::string& key, const ObjectPtr& last);
   void orphan_dependents(const std::string& owner_uid);
   void collect_garbage(std::vector<std::string> dependents_of, std::vector<std::string> owners,
                        std::set<std::string> namespaces);

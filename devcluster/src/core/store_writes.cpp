@@ -347,17 +347,11 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
   set_rv(stored, next_rv());
   auto object = std::make_shared<const json>(std::move(stored));
   std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
-  put(type.storage_key, key, object, current);
   if (finalized) {
-    // The last finalizer went: the object is deleted now.
-    ObjectPtr last = object;
-    json gone = *last;
-    set_rv(gone, next_rv());
-    erase(type.storage_key, key, std::make_shared<const json>(std::move(gone)));
-    after_write(type, *last, true);
-    collect_garbage({last->value("/metadata/uid"_json_pointer, std::string())}, {},
-                    {type.namespaced ? ref.ns : ""});
+    // The last finalizer went: the update is the deletion (one DELETED event).
+    remove_with(type.storage_key, key, object);
   } else {
+    put(type.storage_key, key, object, current);
     after_write(type, *object, false);
     if (old_meta.contains("deletionTimestamp")) {
       collect_garbage({}, {object->value("/metadata/uid"_json_pointer, std::string())}, {});

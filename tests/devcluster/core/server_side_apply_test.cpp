@@ -1,0 +1,145 @@
+// Server-side apply through the store: creation, field ownership, conflicts, force, removal of
+// fields a manager stops applying, and managedFields from ordinary updates.
+#include "depl/devcluster/server_side_apply.hpp"
+
+#include "test_support.hpp"
+
+namespace depl::devcluster {
+namespace {
+
+using namespace testing;
+
+json deployment(int replicas, const std::string& image, bool with_label = true) {
+  json d = json::parse(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+     "spec":{"selector":{"matchLabels":{"app":"web"}},
+             "template":{"metadata":{"labels":{"app":"web"}},
+                         "spec":{"containers":[{"name":"main"}]}}}})");
+  d["spec"]["replicas"] = replicas;
+  d["spec"]["template"]["spec"]["containers"][0]["image"] = image;
+  if (with_label) d["metadata"]["labels"] = {{"team", "a"}};
+  return d;
+}
+
+ResourceRef deployments(const std::string& name = "") {
+  return {"apps", "v1", "deployments", "default", name, ""};
+}
+
+std::vector<std::string> managers(const json& object) {
+  std::vector<std::string> out;
+  for (const auto& m : object["metadata"]["managedFields"]) {
+    out.push_back(m["manager"].get<std::string>() + ":" + m["operation"].get<std::string>());
+  }
+  return out;
+}
+
+TEST(FieldSets, KeyedListsUseMergeKeys) {
+  ApplyContext context;
+  json set = fields_of(deployment(1, "a"), context);
+  EXPECT_TRUE(
+      set["f:spec"]["f:template"]["f:spec"]["f:containers"].contains(R"(k:{"name":"main"})"));
+  EXPECT_TRUE(set["f:spec"].contains("f:replicas"));
+  EXPECT_TRUE(set["f:metadata"].contains("f:labels"));
+  EXPECT_FALSE(set["f:metadata"].contains("f:name"));
+  EXPECT_FALSE(set.contains("f:apiVersion"));
+}
+
+TEST_F(StoreTest, ApplyCreatesThenConflictsThenForces) {
+  ApiResult created = store.patch(deployments("web"), PatchType::Apply,
+                                  deployment(2, "img:1").dump(), {.field_manager = "kubectl"});
+  ASSERT_EQ(created.code, 201) << created.body.dump();
+  EXPECT_EQ(created.body["spec"]["replicas"], 2);
+  EXPECT_EQ(managers(created.body), std::vector<std::string>{"kubectl:Apply"});
+
+  // Same config again: no change, same resourceVersion.
+  json again = must(store.patch(deployments("web"), PatchType::Apply, deployment(2, "img:1").dump(),
+                                {.field_manager = "kubectl"}));
+  EXPECT_EQ(rv_of(again), rv_of(created.body));
+
+  // Another manager changing replicas conflicts.
+  json other = json::parse(
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}})");
+  ApiResult conflict =
+      store.patch(deployments("web"), PatchType::Apply, other.dump(), {.field_manager = "hpa"});
+  ASSERT_EQ(conflict.code, 409) << conflict.body.dump();
+  EXPECT_EQ(conflict.body["reason"], "Conflict");
+  EXPECT_EQ(conflict.body["message"],
+            "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.replicas");
+  EXPECT_EQ(conflict.body["details"]["causes"][0]["field"], ".spec.replicas");
+
+  // Agreeing on the value is shared ownership, not a conflict.
+  json agree = other;
+  agree["spec"]["replicas"] = 2;
+  must(store.patch(deployments("web"), PatchType::Apply, agree.dump(), {.field_manager = "hpa"}));
+
+  json forced = must(store.patch(deployments("web"), PatchType::Apply, other.dump(),
+                                 {.field_manager = "hpa", .force = true}));
+  EXPECT_EQ(forced["spec"]["replicas"], 5);
+  // kubectl no longer owns replicas: dropping it from kubectl's config keeps hpa's value.
+  json without_replicas = deployment(2, "img:2");
+  without_replicas["spec"].erase("replicas");
+  json after = must(store.patch(deployments("web"), PatchType::Apply, without_replicas.dump(),
+                                {.field_manager = "kubectl"}));
+  EXPECT_EQ(after["spec"]["replicas"], 5);
+  EXPECT_EQ(after["spec"]["template"]["spec"]["containers"][0]["image"], "img:2");
+}
+
+TEST_F(StoreTest, ApplyRemovesFieldsTheManagerStopsApplying) {
+  must(store.patch(deployments("web"), PatchType::Apply, deployment(1, "a").dump(),
+                   {.field_manager = "kubectl"}),
+       201);
+  json applied = must(store.patch(deployments("web"), PatchType::Apply,
+                                  deployment(1, "a", false).dump(), {.field_manager = "kubectl"}));
+  EXPECT_FALSE(applied["metadata"].contains("labels") &&
+               applied["metadata"]["labels"].contains("team"));
+}
+
+TEST_F(StoreTest, ApplyAcceptsYamlAndNeedsAFieldManager) {
+  std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: \"1\"\n";
+  ApiResult r = store.patch(core("configmaps", "default", "c"), PatchType::Apply, yaml,
+                            {.field_manager = "m"});
+  ASSERT_EQ(r.code, 201) << r.body.dump();
+  EXPECT_EQ(r.body["data"]["a"], "1");
+  ApiResult missing = store.patch(core("configmaps", "default", "c"), PatchType::Apply, yaml);
+  EXPECT_EQ(missing.code, 422);
+  EXPECT_EQ(missing.body["details"]["causes"][0]["field"], "fieldManager");
+}
+
+TEST_F(StoreTest, UpdatesAreTrackedAsUpdateOperations) {
+  must(store.patch(deployments("web"), PatchType::Apply, deployment(1, "a").dump(),
+                   {.field_manager = "kubectl"}),
+       201);
+  json patched =
+      must(store.patch(deployments("web"), PatchType::Merge, R"({"spec":{"replicas":3}})",
+                       {.user_agent = "depl-controller/0.1"}));
+  EXPECT_EQ(managers(patched),
+            (std::vector<std::string>{"kubectl:Apply", "depl-controller:Update"}));
+  // The update took replicas from kubectl, so re-applying replicas=1 conflicts with the controller.
+  ApiResult conflict = store.patch(deployments("web"), PatchType::Apply, deployment(1, "a").dump(),
+                                   {.field_manager = "kubectl"});
+  EXPECT_EQ(conflict.code, 409);
+  EXPECT_NE(conflict.body["message"].get<std::string>().find("conflict with \"depl-controller\""),
+            std::string::npos);
+}
+
+TEST_F(StoreTest, ApplyToCustomResourceStatus) {
+  install_crd();
+  must(store.patch(dtj("default", "j"), PatchType::Apply, a_job("j").dump(),
+                   {.field_manager = "kubectl"}),
+       201);
+  json status = {{"apiVersion", "depl.dev/v1alpha1"},
+                 {"kind", "DependableTrainingJob"},
+                 {"metadata", {{"name", "j"}}},
+                 {"status", {{"phase", "Pending"}}}};
+  json r = must(store.patch(dtj("default", "j", "status"), PatchType::Apply, status.dump(),
+                            {.field_manager = "depl-controller"}));
+  EXPECT_EQ(r["status"]["phase"], "Pending");
+  EXPECT_EQ(r["metadata"]["generation"], 1);
+  bool status_entry = false;
+  for (const auto& m : r["metadata"]["managedFields"]) {
+    if (m["manager"] == "depl-controller") status_entry = m.value("subresource", "") == "status";
+  }
+  EXPECT_TRUE(status_entry);
+}
+
+}  // namespace
+}  // namespace depl::devcluster
