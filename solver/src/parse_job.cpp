@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <map>
-#include <set>
 
-#include "depl/common/yaml_json.hpp"
 #include "depl/solver/parse.hpp"
 #include "field_reader.hpp"
 #include "parse_common.hpp"

@@ -15,8 +15,8 @@
 
 namespace depl::solver {
 
-// All the problems found in one input, in document order (validation does not stop at the
-// first one, so a user can fix everything in one go).
+// All the problems found in one input, section by section in the order of the schema
+// (validation does not stop at the first one, so a user can fix everything in one go).
 struct ValidationError {
   std::vector<std::string> messages;
   std::string joined() const;  // one message per line
