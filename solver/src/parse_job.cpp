@@ -49,9 +49,12 @@ void read_target(ObjectReader& spec, Target& target) {
     } else if (*guarantee == "DistributionFree") {
       target.guarantee = Guarantee::DistributionFree;
     } else {
-      reader->diagnostics().add(
-          reader->path_of("guarantee"),
-          fmt::format("must be Gaussian or DistributionFree, got {}", describe(*guarantee)));
+      std::string what =
+          fmt::format("must be Gaussian or DistributionFree, got {}", describe(*guarantee));
+      if (auto hint = closest_name(*guarantee, {"Gaussian", "DistributionFree"})) {
+        what += fmt::format(" (did you mean \"{}\"?)", *hint);
+      }
+      reader->diagnostics().add(reader->path_of("guarantee"), what);
     }
   }
 }

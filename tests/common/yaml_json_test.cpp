@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 
 namespace depl {
@@ -288,6 +290,18 @@ TEST(JsonToYaml, NumbersKeepTheirType) {
   ASSERT_TRUE(back.has_value());
   EXPECT_TRUE((*back)["f"].is_number_float());
   EXPECT_TRUE((*back)["i"].is_number_integer());
+}
+
+TEST(JsonToYaml, RealManifestsRoundTrip) {
+  for (const char* file : {"examples/quickstart/job.yaml", "examples/quickstart/pools.yaml"}) {
+    std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = yaml_to_json(text.str(), file);
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    ASSERT_TRUE(parsed->is_object()) << file;
+    expect_round_trip(*parsed);
+  }
 }
 
 TEST(JsonToYaml, NonFiniteDoublesUseYamlSpellings) {

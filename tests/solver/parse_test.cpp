@@ -239,6 +239,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "spec.target.budget: must be > 0, got -5"},
         RuleCase{"Guarantee", "/spec/target/guarantee", json("Chebyshev"),
                  "spec.target.guarantee: must be Gaussian or DistributionFree, got \"Chebyshev\""},
+        RuleCase{"GuaranteeTypo", "/spec/target/guarantee", json("gaussian"),
+                 "spec.target.guarantee: must be Gaussian or DistributionFree, got \"gaussian\" "
+                 "(did you mean \"Gaussian\"?)"},
         RuleCase{"DatasetsEmpty", "/spec/datasets", json::array(),
                  "spec.datasets: must list at least one dataset"},
         RuleCase{"DatasetsShape", "/spec/datasets", json::object(),
@@ -480,6 +483,26 @@ TEST(ParseJob, MutatedQuickstartNeverCrashes) {
       auto job = parse_job_yaml(text, "job.yaml");
       if (!job) {
         EXPECT_FALSE(job.error().messages.empty());
+      }
+    });
+  }
+}
+
+TEST(ParsePools, MutatedQuickstartNeverCrashes) {
+  const std::string original = read_text("examples/quickstart/pools.yaml");
+  std::mt19937 rng(11);
+  const std::string replacements = "-:[]{}&*!|>'\"#?, \n0.9e~xGi";
+  for (int round = 0; round < 300; ++round) {
+    std::string text = original;
+    for (int edit = 0; edit < 3; ++edit) {
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - 1)(rng);
+      text[at] =
+          replacements[std::uniform_int_distribution<std::size_t>(0, replacements.size() - 1)(rng)];
+    }
+    EXPECT_NO_THROW({
+      auto pools = parse_pools_yaml(text, "pools.yaml");
+      if (!pools) {
+        EXPECT_FALSE(pools.error().messages.empty());
       }
     });
   }
