@@ -1,0 +1,135 @@
+// Internal to the solver: model selection and switching on the expanded graph
+// (docs/depl-model.md section 3, step 3). A vertex is (variant, switches used, placement, loss
+// mean rounded up, loss variance rounded up); an edge is one epoch, or a listed switch plus the
+// first epoch of the next phase (paying that phase's startup, staging and switch overhead at its
+// placement's rate). Edge weight is cost_weight * cost + time_weight * seconds. The search is A*
+// with CostToGo's bound and yields goals cheapest first.
+//
+// Each label carries the exact loss state of its own path; the rounded-up cells decide which
+// labels are dominated (a label is dropped when a settled one in the same layer has no more
+// weight and no higher cells; for the same vertex that is the usual "first one wins") and
+// whether a vertex is a goal.
+// Because the rounded state is >= the exact one and the updates are monotone, every goal meets the
+// guarantee exactly; callers still re-check every plan with the exact arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <vector>
+
+#include "cost_to_go.hpp"
+#include "search_context.hpp"
+
+namespace depl::solver::internal {
+
+struct GraphOptions {
+  double eta = 0.002;
+  Weights weights;
+  // Horizon-exact mode: a vertex settled by a cheaper label is expanded again by a label that
+  // used fewer epochs, so the horizon never hides a plan the rounding would otherwise find.
+  bool fewer_epochs_reexpand = false;
+  std::size_t max_labels = 4'000'000;  // memory guard; the search gives up beyond it
+  // Goals weighing more than this are of no interest (another selection already does better):
+  // the search stops once its lower bound exceeds it.
+  double weight_bound = std::numeric_limits<double>::infinity();
+};
+
+// The rounding grid of one selection: cells of the mean start at mean_base, steps of mean_step;
+// variance cells start at 0 with steps of variance_step.
+struct LossGrid {
+  double mean_base = 0;
+  double mean_top = 0;
+  double mean_step = 1;
+  double variance_step = 1;
+};
+LossGrid make_grid(const SearchContext& ctx, const SelectionData& data, double eta);
+
+class ScheduleSearch {
+ public:
+  ScheduleSearch(const SearchContext& ctx, const SelectionData& data, const GraphOptions& options);
+
+  // The next goal in order of weight (ties: less time, fewer phases), or nullopt when none is
+  // left. The plan's datasets are the selection's.
+  std::optional<Plan> next_goal();
+
+  // True when some edge was cut because it would exceed the horizon H.
+  bool horizon_pruned() const { return horizon_pruned_; }
+  std::size_t settled() const { return settled_; }
+  bool gave_up() const { return gave_up_; }
+  // True when the search stopped because of weight_bound rather than running out of states.
+  bool bounded() const { return bounded_; }
+
+ private:
+  struct Label {
+    double weight = 0;
+    double seconds = 0;
+    LossState state;
+    std::uint32_t parent = 0;
+    std::uint16_t model = 0;
+    std::uint16_t placement = 0;
+    std::uint16_t switches = 0;
+    std::uint16_t phases = 0;
+    std::int32_t epochs = 0;
+    std::int32_t mean_cell = 0;      // rounded-up loss mean
+    std::int32_t variance_cell = 0;  // rounded-up loss variance
+    bool phase_start = false;
+  };
+  // A settled label as the dominance test sees it.
+  struct FrontierEntry {
+    std::int32_t mean_cell = 0;
+    std::int32_t variance_cell = 0;
+    std::int32_t epochs = 0;
+    double weight = 0;
+  };
+  struct QueueEntry {
+    double priority = 0;
+    double seconds = 0;
+    std::uint32_t phases = 0;
+    std::uint32_t label = 0;
+    bool operator<(const QueueEntry& o) const {  // std::priority_queue pops the largest
+      if (priority != o.priority) return priority > o.priority;
+      if (seconds != o.seconds) return seconds > o.seconds;
+      return phases > o.phases;
+    }
+  };
+  static constexpr std::uint32_t kRoot = 0xFFFFFFFFu;
+
+  std::size_t layer_of(const Label& l, int switches) const;
+  bool is_goal(const Label& l) const;
+  bool dominated(const Label& l) const;
+  void settle(const Label& l);
+  void push(Label label);
+  void expand(std::uint32_t index);
+  void push_phase_start(std::uint32_t parent, std::size_t model, int switches, int switch_index,
+                        int previous_pool, LossState before_switch, double weight, double seconds,
+                        int epochs, int phases);
+  const std::vector<std::uint16_t>& candidates(std::size_t model, int switch_index,
+                                               int previous_pool);
+  Plan reconstruct(std::uint32_t goal) const;
+
+  const SearchContext& ctx_;
+  const SelectionData& data_;
+  GraphOptions options_;
+  LossGrid grid_;
+  CostToGo cost_to_go_;
+  std::vector<Label> labels_;
+  std::priority_queue<QueueEntry> queue_;
+  // Per layer (variant, switches used, placement): settled labels no other settled label
+  // dominates. A label is dominated by one with no more weight, no higher rounded mean and
+  // variance, in the same variant and placement with no more switches used (and, in the
+  // horizon-exact mode, no more epochs): monotone updates mean it can do everything the other can,
+  // at no more weight.
+  std::vector<std::vector<FrontierEntry>> frontier_;
+  std::vector<std::vector<std::uint16_t>> candidate_cache_;
+  std::vector<bool> candidate_ready_;
+  std::size_t max_placements_ = 1;
+  std::size_t settled_ = 0;
+  bool horizon_pruned_ = false;
+  bool gave_up_ = false;
+  bool bounded_ = false;
+  bool started_ = false;
+};
+
+}  // namespace depl::solver::internal

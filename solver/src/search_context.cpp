@@ -1,0 +1,66 @@
+#include "search_context.hpp"
+
+#include <cmath>
+
+namespace depl::solver::internal {
+
+SearchContext make_context(const Problem& problem, double kappa) {
+  SearchContext ctx;
+  ctx.problem = &problem;
+  ctx.kappa = kappa;
+  const std::size_t nv = problem.models.size();
+  ctx.switch_index.assign(nv, std::vector<int>(nv, kNone));
+  for (std::size_t s = 0; s < problem.switching.size(); ++s) {
+    const int from = problem.model_index(problem.switching[s].from);
+    const int to = problem.model_index(problem.switching[s].to);
+    if (from < 0 || to < 0 || from == to) continue;
+    auto& slot = ctx.switch_index[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+    if (slot == kNone) slot = static_cast<int>(s);  // find_switch returns the first listed one
+  }
+  if (problem.start) {
+    ctx.has_start = true;
+    ctx.start_model = problem.model_index(problem.start->model);
+    ctx.start_pool = problem.pool_index(problem.start->pool);
+    ctx.start_mean = problem.start->loss_mean;
+    ctx.start_variance = problem.start->loss_variance;
+  }
+  ctx.placeable.assign(nv, false);
+  for (std::size_t v = 0; v < nv; ++v) {
+    ctx.placeable[v] = !feasible_placements(problem, v, 1.0).empty();
+  }
+  return ctx;
+}
+
+SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::size_t> datasets) {
+  const Problem& problem = *ctx.problem;
+  SelectionData data;
+  data.datasets = std::move(datasets);
+  data.samples = total_samples(problem, data.datasets);
+  data.effective = effective_samples(problem, data.datasets);
+  data.dynamics.resize(problem.models.size());
+  for (std::size_t v = 0; v < problem.models.size(); ++v) {
+    const LossProfile& lp = problem.models[v].loss;
+    // The same expressions as epoch_step(), so searches track the evaluator's numbers exactly.
+    VariantDynamics& d = data.dynamics[v];
+    d.rho = std::pow(lp.decay_per_epoch, data.effective / lp.reference_samples);
+    d.floor = lp.floor_loss * std::pow(lp.reference_samples / data.effective, lp.data_exponent);
+    d.noise_variance = lp.noise_stddev * lp.noise_stddev;
+  }
+  data.staging_seconds.resize(problem.pools.size());
+  for (std::size_t k = 0; k < problem.pools.size(); ++k) {
+    data.staging_seconds[k] = staging_seconds(problem, data.datasets, problem.pools[k]);
+  }
+  data.pareto.resize(problem.models.size());
+  for (std::size_t v = 0; v < problem.models.size(); ++v) {
+    data.pareto[v] = pareto_placements(problem, feasible_placements(problem, v, data.samples),
+                                       data.staging_seconds);
+  }
+  return data;
+}
+
+LossState initial_state(const SearchContext& ctx, std::size_t model) {
+  if (ctx.has_start) return {ctx.start_mean, ctx.start_variance};
+  return {ctx.problem->models[model].loss.initial_loss, 0.0};
+}
+
+}  // namespace depl::solver::internal

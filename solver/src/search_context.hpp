@@ -1,0 +1,80 @@
+// Internal to the solver: the data every search shares for one solve() call (the Problem, the
+// kappa in force, the switch table, the start state) and the per-dataset-selection data derived
+// from it (samples, loss dynamics per variant, staging per pool, Pareto placements per variant).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "depl/solver/evaluator.hpp"
+#include "depl/solver/plan.hpp"
+#include "depl/solver/problem.hpp"
+#include "placement.hpp"
+
+namespace depl::solver::internal {
+
+inline constexpr int kNone = -1;
+
+// Fixed for one solve() call. kappa is a field, not re-derived from the Problem, because EXP
+// runs the same search with kappa = 0.
+struct SearchContext {
+  const Problem* problem = nullptr;
+  double kappa = 0;
+  // switch_index[from][to]: index into problem.switching, or kNone when not allowed.
+  std::vector<std::vector<int>> switch_index;
+  int start_model = kNone;  // variant running when re-planning (kNone: fresh start)
+  int start_pool = kNone;   // pool it ran in (kNone: data must be staged)
+  double start_mean = 0;
+  double start_variance = 0;
+  bool has_start = false;
+  // Variants that have at least one feasible (pool, workers) placement.
+  std::vector<bool> placeable;
+
+  int max_switches() const { return problem->training.max_switches; }
+  int horizon() const { return problem->training.max_epochs; }
+};
+
+SearchContext make_context(const Problem& problem, double kappa);
+
+// The loss dynamics of one variant on one dataset selection (docs/depl-model.md section 2).
+struct VariantDynamics {
+  double rho = 1;
+  double floor = 0;
+  double noise_variance = 0;
+};
+
+// Everything the inner searches need about one dataset selection D.
+struct SelectionData {
+  std::vector<std::size_t> datasets;           // ascending
+  double samples = 0;                          // N
+  double effective = 0;                        // E
+  std::vector<VariantDynamics> dynamics;       // per model
+  std::vector<double> staging_seconds;         // per pool
+  std::vector<std::vector<Placement>> pareto;  // per model: the time/cost Pareto placements
+};
+
+SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::size_t> datasets);
+
+// Loss state before the first phase of a plan whose first variant is `model` (before any switch
+// from the start state's variant).
+LossState initial_state(const SearchContext& ctx, std::size_t model);
+
+}  // namespace depl::solver::internal
+
+namespace depl::solver::internal {
+
+// One epoch of a variant: the very expressions of epoch_step(), so the numbers agree bit for bit.
+inline LossState step(const VariantDynamics& d, LossState s) {
+  s.mean = d.floor + (s.mean - d.floor) * d.rho;
+  s.variance = d.rho * d.rho * s.variance + d.noise_variance;
+  return s;
+}
+
+inline bool meets(double kappa, double target_loss, double mean, double variance) {
+  return mean + kappa * std::sqrt(std::max(0.0, variance)) <= target_loss + 1e-12;
+}
+
+}  // namespace depl::solver::internal
