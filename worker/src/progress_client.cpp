@@ -144,7 +144,11 @@ struct ProgressClient::Impl {
 
     const auto& response = parser.get();
     const unsigned status = response.result_int();
-    if (status >= 500) return transient(fmt::format("the endpoint answered HTTP {}", status));
+    // 5xx and 429 (the endpoint rate-limits reports per job) pass; other answers are final.
+    if (status >= 500 || status == 429) {
+      return transient(
+          fmt::format("the endpoint answered HTTP {}: {}", status, response.body().substr(0, 200)));
+    }
     if (status >= 300) {
       std::string hint;
       if (status == 401 || status == 403) hint = " (is DEPL_PROGRESS_TOKEN the job's token?)";

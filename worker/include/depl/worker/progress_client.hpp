@@ -1,8 +1,8 @@
 // The worker's side of the operator's progress protocol: after each epoch rank 0 POSTs
 // {"phase","rank","epoch","loss"} to DEPL_PROGRESS_URL with "Authorization: Bearer <token>" and
 // the controller answers {"action": "continue" | "checkpointAndExit"}. A small blocking HTTP/1.1
-// client (Beast stays inside the .cpp); connection errors, timeouts and 5xx are retried with
-// exponential backoff, a 4xx is final.
+// client (Beast stays inside the .cpp); connection errors, timeouts, 5xx and 429 are retried
+// with exponential backoff, any other 4xx is final.
 #pragma once
 
 #include <chrono>
