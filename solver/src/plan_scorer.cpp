@@ -64,6 +64,8 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
 
 bool better_plan(double cost_a, double seconds_a, std::size_t phases_a, double cost_b,
                  double seconds_b, std::size_t phases_b) {
+  if (std::isfinite(cost_a) != std::isfinite(cost_b)) return std::isfinite(cost_a);
+  if (!std::isfinite(cost_a)) return false;
   const double cost_tol = 1e-9 * std::max(std::abs(cost_a), std::abs(cost_b));
   if (cost_a < cost_b - cost_tol) return true;
   if (cost_a > cost_b + cost_tol) return false;

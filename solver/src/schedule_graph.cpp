@@ -172,7 +172,16 @@ const std::vector<std::uint16_t>& ScheduleSearch::candidates(std::size_t model, 
     if (fx != fy) return fx < fy;
     return x.epoch_seconds < y.epoch_seconds;
   };
-  int best_any = kNone, best_same = kNone;
+  // ... and the one cheapest for a single epoch (fixed part included), for short last phases.
+  auto one_epoch = [&](std::size_t i) {
+    const Placement& x = placements[i];
+    return options_.weights.of(
+        x.rate,
+        problem.pools[x.pool].startup_seconds +
+            (static_cast<int>(x.pool) != previous_pool ? data_.staging_seconds[x.pool] : 0.0) +
+            tau + x.epoch_seconds);
+  };
+  int best_any = kNone, best_same = kNone, best_short = kNone;
   for (std::size_t i = 0; i < placements.size(); ++i) {
     if (best_any == kNone || better_line(i, static_cast<std::size_t>(best_any))) {
       best_any = static_cast<int>(i);
@@ -181,10 +190,15 @@ const std::vector<std::uint16_t>& ScheduleSearch::candidates(std::size_t model, 
         (best_same == kNone || better_line(i, static_cast<std::size_t>(best_same)))) {
       best_same = static_cast<int>(i);
     }
+    if (best_short == kNone || one_epoch(i) < one_epoch(static_cast<std::size_t>(best_short))) {
+      best_short = static_cast<int>(i);
+    }
   }
-  if (best_any != kNone) out.push_back(static_cast<std::uint16_t>(best_any));
-  if (best_same != kNone && best_same != best_any) {
-    out.push_back(static_cast<std::uint16_t>(best_same));
+  for (int c : {best_any, best_same, best_short}) {
+    if (c == kNone) continue;
+    if (std::find(out.begin(), out.end(), static_cast<std::uint16_t>(c)) == out.end()) {
+      out.push_back(static_cast<std::uint16_t>(c));
+    }
   }
   return out;
 }
