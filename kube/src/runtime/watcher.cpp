@@ -97,8 +97,9 @@ std::optional<WatcherEvent> Watcher::step_list() {
     backoff_due_ = true;
     return std::nullopt;
   }
+  // A successful list does not reset the backoff: only events from a watch prove the server
+  // healthy (a server that lists fine but 410s every watch must still be backed off).
   ++stats_.lists;
-  reset_backoff();
 
   nlohmann::json& list = *page;
   if (auto items = list.find("items"); items != list.end() && items->is_array()) {
