@@ -1,0 +1,48 @@
+// depl-controller as a library call: connects to the API server, starts the informers, the
+// progress, metrics and health endpoints, optionally leader election, and reconciles
+// DependableTrainingJobs until `stop`. The depl-controller binary and `kubectl depl demo` both
+// run it.
+#pragma once
+
+#include <functional>
+#include <stop_token>
+#include <string>
+
+#include "depl/common/expected.hpp"
+#include "depl/controller/worker_pods.hpp"
+
+namespace depl::controller {
+
+struct ControllerConfig {
+  std::string kubeconfig;  // "" = KUBECONFIG / ~/.kube/config, or in-cluster when present
+  std::string context;
+  std::string watch_namespace;  // "" = all namespaces
+  std::string metrics_addr = ":8080";
+  std::string progress_addr = ":8081";
+  std::string progress_advertise_url;  // "" = derived (see docs/operations.md)
+  std::string health_addr = ":8082";
+  bool leader_elect = false;
+  std::string leader_election_namespace;  // "" = the controller's namespace
+  std::string leader_election_id = "depl-controller";
+  std::string identity;  // "" = hostname + pid
+  int workers = 2;
+  std::string catalog_namespace;  // "" = the controller's namespace
+  std::string checkpoint_root;
+  RendezvousMode rendezvous = RendezvousMode::Dns;
+  double default_bandwidth = 1.25e9;
+  double default_storage_bandwidth = 2.5e8;
+};
+
+// Bound addresses, reported once everything listens (port 0 becomes a real port).
+struct ControllerEndpoints {
+  std::string metrics_url;
+  std::string progress_url;  // the advertised one
+  std::string health_url;
+};
+
+// Runs until `stop` is requested. `on_ready` (optional) is called once the endpoints listen and
+// the caches have synced. Returns an error (naming the flag or the file) when it cannot start.
+Expected<void> run_controller(const ControllerConfig& config, std::stop_token stop,
+                              std::function<void(const ControllerEndpoints&)> on_ready = {});
+
+}  // namespace depl::controller

@@ -1,0 +1,272 @@
+// decide() on the quickstart job against a hand-built cluster view: the reconcile logic as a
+// pure function, step by step through a job's life.
+#include "depl/controller/job_decision.hpp"
+
+#include <gtest/gtest.h>
+#include <fstream>
+#include <sstream>
+
+#include "depl/common/yaml_json.hpp"
+#include "depl/controller/job_status.hpp"
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+json quickstart_job() {
+  std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/job.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto job = yaml_to_json(ss.str());
+  EXPECT_TRUE(job.has_value());
+  json j = *job;
+  j["metadata"]["namespace"] = "default";
+  j["metadata"]["uid"] = "uid-quickstart";
+  j["metadata"]["generation"] = 1;
+  j["metadata"]["creationTimestamp"] = "2026-11-22T05:00:00Z";
+  return j;
+}
+
+json node(const std::string& name, const std::string& pool, int gpus, double gflops, double price) {
+  return json{{"metadata",
+               {{"name", name},
+                {"labels", {{"depl.dev/pool", pool}, {"nvidia.com/gpu.product", pool}}},
+                {"annotations",
+                 {{"depl.dev/gpu-gflops", std::to_string(gflops)},
+                  {"depl.dev/price-per-gpu-hour", std::to_string(price)},
+                  {"depl.dev/bandwidth", "12.5G"},
+                  {"depl.dev/storage-bandwidth", "1G"}}}}},
+              {"status",
+               {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
+JobView view_with_nodes() {
+  JobView v;
+  v.job = quickstart_job();
+  v.nodes = {node("a100-0", "a100", 8, 120000, 2.5), node("a100-1", "a100", 8, 120000, 2.5),
+             node("t4-0", "t4", 1, 30000, 0.35), node("t4-1", "t4", 1, 30000, 0.35)};
+  v.token_secret_exists = true;
+  v.now = std::chrono::system_clock::from_time_t(1'800'000'000);
+  return v;
+}
+
+DecideOptions options() {
+  DecideOptions o;
+  o.progress_url = "http://127.0.0.1:9999";
+  o.seconds_now = [] { return 0.0; };
+  return o;
+}
+
+// Applies a decision to the view as the executor and the cluster would.
+void apply(JobView& v, const Decision& d) {
+  if (d.status) v.job["status"] = *d.status;
+  for (const auto& object : d.create) {
+    json o = object;
+    o["metadata"]["uid"] = "uid-" + o["metadata"]["name"].get<std::string>();
+    if (o["kind"] == "Pod") {
+      o["status"]["phase"] = "Running";
+      v.owned_pods.push_back(o);
+    } else {
+      v.owned_services.push_back(o);
+    }
+  }
+  for (const auto& r : d.remove) {
+    auto& list = r.kind == "Pod" ? v.owned_pods : v.owned_services;
+    std::erase_if(list, [&](const json& o) { return o["metadata"]["name"] == r.name; });
+  }
+}
+
+void set_pods_phase(JobView& v, const std::string& phase) {
+  for (auto& p : v.owned_pods) p["status"]["phase"] = phase;
+}
+
+void report(JobView& v, int epoch, double loss) {
+  json& p = v.job["status"]["progress"];
+  p["epoch"] = epoch;
+  p["loss"] = loss;
+}
+
+bool has_event(const Decision& d, const std::string& reason) {
+  for (const auto& e : d.events) {
+    if (e.reason == reason) return true;
+  }
+  return false;
+}
+
+TEST(JobDecision, PlansThenStartsTheFirstPhase) {
+  JobView v = view_with_nodes();
+  v.token_secret_exists = false;
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  const json& s = *d.status;
+  EXPECT_EQ(condition_status(s, "Valid"), true);
+  EXPECT_EQ(condition_status(s, "Planned"), true) << s.dump(2);
+  EXPECT_EQ(s["phase"], "Running");
+  EXPECT_TRUE(d.ensure_token_secret);
+  EXPECT_TRUE(d.replanned);
+  EXPECT_TRUE(has_event(d, "Planned"));
+  EXPECT_TRUE(has_event(d, "PhaseStarted"));
+  auto plan = plan_from_json(s);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_FALSE(plan->phases.empty());
+  // One rendezvous Service and one pod per worker of phase 0.
+  ASSERT_EQ(d.create.size(), 1u + static_cast<std::size_t>(plan->phases[0].workers));
+  EXPECT_EQ(d.create[0]["kind"], "Service");
+  EXPECT_EQ(d.create[1]["metadata"]["name"], "quickstart-p0-w0");
+  EXPECT_EQ(d.create[1]["spec"]["nodeSelector"]["depl.dev/pool"], plan->phases[0].pool);
+  EXPECT_EQ(s["observedGeneration"], 1);
+  EXPECT_DOUBLE_EQ(s["plan"]["predicted"]["probability"].get<double>(), plan->probability);
+  EXPECT_GE(plan->probability, 0.9);
+}
+
+TEST(JobDecision, DecidingAgainChangesNothing) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  Decision again = decide(v, options());
+  EXPECT_FALSE(again.status.has_value()) << again.status->dump(2);
+  EXPECT_TRUE(again.create.empty());
+  EXPECT_TRUE(again.remove.empty());
+  EXPECT_FALSE(again.replanned);
+}
+
+TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  v.job["spec"]["models"][1]["lossProfile"]["decayPerEpoch"] = 1.2;
+  v.job["metadata"]["generation"] = 2;
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ(condition_status(*d.status, "Valid"), false);
+  EXPECT_NE(
+      (*d.status)["message"].get<std::string>().find("spec.models[1].lossProfile.decayPerEpoch"),
+      std::string::npos);
+  EXPECT_TRUE(has_event(d, "InvalidSpec"));
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());
+  apply(v, d);
+  // Fixing the spec recovers the job.
+  v.job["spec"]["models"][1]["lossProfile"]["decayPerEpoch"] = 0.82;
+  v.job["metadata"]["generation"] = 3;
+  Decision fixed = decide(v, options());
+  EXPECT_EQ(condition_status(*fixed.status, "Valid"), true);
+  EXPECT_EQ(condition_status(*fixed.status, "Planned"), true);
+  EXPECT_FALSE(fixed.create.empty());
+}
+
+TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
+  JobView v = view_with_nodes();
+  v.nodes.clear();
+  Decision d = decide(v, options());
+  EXPECT_EQ(condition_status(*d.status, "Planned"), false);
+  EXPECT_EQ((*d.status)["phase"], "Pending");
+  EXPECT_TRUE(has_event(d, "Infeasible"));
+  EXPECT_TRUE(d.create.empty());
+  apply(v, d);
+  EXPECT_FALSE(has_event(decide(v, options()), "Infeasible"));  // no event spam while waiting
+  v.nodes = view_with_nodes().nodes;
+  Decision later = decide(v, options());
+  EXPECT_EQ(condition_status(*later.status, "Planned"), true);
+  EXPECT_FALSE(later.create.empty());
+}
+
+TEST(JobDecision, WalksThroughPhasesToTargetReached) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  auto plan = *plan_from_json(v.job["status"]);
+  int epoch = 0;
+  for (std::size_t phase = 0; phase < plan.phases.size(); ++phase) {
+    plan = *plan_from_json(v.job["status"]);
+    epoch += plan.phases[phase].epochs;
+    const double loss = phase + 1 == plan.phases.size() ? 0.3 : 1.0;
+    report(v, epoch, loss);
+    v.job["status"]["plannedAtEpoch"] = epoch;  // keep this walk on the first plan
+    apply(v, decide(v, options()));
+    set_pods_phase(v, "Succeeded");
+    Decision done = decide(v, options());
+    apply(v, done);
+    if (phase + 1 < plan.phases.size()) {
+      EXPECT_TRUE(has_event(done, "PhaseCompleted"));
+      EXPECT_EQ(v.job["status"]["progress"]["phase"], phase + 1);
+      Decision next = decide(v, options());
+      apply(v, next);
+      EXPECT_TRUE(has_event(next, "PhaseStarted"));
+    } else {
+      EXPECT_TRUE(has_event(done, "TargetReached"));
+    }
+  }
+  EXPECT_EQ(v.job["status"]["phase"], "Succeeded");
+  EXPECT_EQ(condition_status(v.job["status"], "Succeeded"), true);
+  EXPECT_TRUE(v.job["status"].contains("finishedAt"));
+}
+
+TEST(JobDecision, FailedWorkerRestartsThePhaseUntilTheBackoffLimit) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["backoffLimit"] = 1;
+  apply(v, decide(v, options()));
+  v.owned_pods[0]["status"]["phase"] = "Failed";
+  Decision first = decide(v, options());
+  EXPECT_TRUE(has_event(first, "WorkerFailed"));
+  EXPECT_EQ((*first.status)["progress"]["failures"], 1);
+  EXPECT_EQ(first.remove.size(), v.owned_pods.size());  // the whole phase restarts
+  // The same failed pod seen again (status written, deletes not yet done) is not counted twice.
+  JobView replay = v;
+  replay.job["status"] = *first.status;
+  Decision replayed = decide(replay, options());
+  EXPECT_FALSE(has_event(replayed, "WorkerFailed"));
+  EXPECT_TRUE(!replayed.status || (*replayed.status)["progress"]["failures"] == 1);
+  apply(v, first);
+  apply(v, decide(v, options()));  // recreated
+  ASSERT_FALSE(v.owned_pods.empty());
+  v.owned_pods[0]["status"]["phase"] = "Failed";
+  v.owned_pods[0]["metadata"]["uid"] = "uid-second-incarnation";
+  Decision second = decide(v, options());
+  EXPECT_EQ((*second.status)["phase"], "Failed");
+  EXPECT_TRUE(has_event(second, "BackoffLimitExceeded"));
+}
+
+TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  report(v, 2, 1.5);
+  v.job["spec"]["suspend"] = true;
+  v.job["metadata"]["generation"] = 2;
+  Decision d = decide(v, options());
+  EXPECT_EQ((*d.status)["phase"], "Suspended");
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());
+  apply(v, d);
+  v.job["spec"]["suspend"] = false;
+  v.job["metadata"]["generation"] = 3;
+  Decision resumed = decide(v, options());
+  EXPECT_TRUE(resumed.replanned);
+  EXPECT_TRUE(has_event(resumed, "Replanned"));
+  EXPECT_EQ((*resumed.status)["phase"], "Running");
+  EXPECT_EQ((*resumed.status)["progress"]["epoch"], 2);  // progress kept
+}
+
+TEST(JobDecision, LeftoverPodsOfAnotherPhaseAreStoppedFirst) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  for (auto& p : v.owned_pods) p["metadata"]["labels"]["depl.dev/phase"] = "7";
+  Decision d = decide(v, options());
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());
+  EXPECT_TRUE(d.create.empty());
+}
+
+TEST(JobDecision, TtlDeletesFinishedJobs) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["ttlSecondsAfterFinished"] = 60;
+  v.job["status"] = {{"phase", "Succeeded"},
+                     {"finishedAt", rfc3339(v.now - std::chrono::seconds(30))}};
+  Decision wait = decide(v, options());
+  EXPECT_FALSE(wait.delete_job);
+  ASSERT_TRUE(wait.requeue_after.has_value());
+  EXPECT_LE(wait.requeue_after->count(), 31);
+  v.now += std::chrono::seconds(31);
+  EXPECT_TRUE(decide(v, options()).delete_job);
+}
+
+}  // namespace
+}  // namespace depl::controller
