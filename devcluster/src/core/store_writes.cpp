@@ -473,6 +473,13 @@ void ApiStore::Impl::after_write(const ResourceType& type, const json& object, b
           for (const auto& [k, v] : s->second) keys.push_back(k);
           for (const auto& k : keys) remove_now(storage_key, k);
         }
+        // The resource is no longer served: its watches end after the DELETED events.
+        for (auto& w : watchers) {
+          if (w.type.storage_key == storage_key) {
+            w.subscription->close_after_delivery();
+            pending.notify.push_back(w.subscription);
+          }
+        }
       }
       return;
     }

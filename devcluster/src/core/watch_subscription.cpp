@@ -34,6 +34,14 @@ void WatchSubscription::close() {
   notify();
 }
 
+void WatchSubscription::close_after_delivery() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_all();
+}
+
 bool WatchSubscription::closed() const {
   std::lock_guard lock(mutex_);
   return closed_;

@@ -185,5 +185,18 @@ TEST_F(StoreTest, CustomResourceWatchSeesTheServedVersion) {
   EXPECT_EQ(events[0].object->at("spec").at("target").at("probability"), 0.9);
 }
 
+TEST_F(StoreTest, DeletingTheCrdEndsItsWatches) {
+  install_crd();
+  must(store.create(dtj("default"), a_job("j")), 201);
+  auto sub = store.watch(dtj(""), {.resource_version = store.resource_version()});
+  ASSERT_TRUE(sub);
+  must(store.remove(crds("dependabletrainingjobs.depl.dev")));
+  auto deleted = (*sub)->next(milliseconds(1000));
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->type, "DELETED");
+  EXPECT_TRUE((*sub)->closed());
+  EXPECT_FALSE((*sub)->next(milliseconds(10)));
+}
+
 }  // namespace
 }  // namespace depl::devcluster

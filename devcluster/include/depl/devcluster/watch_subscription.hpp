@@ -49,6 +49,8 @@ class WatchSubscription {
 
   // Store side.
   void push(WatchEvent event);
+  // close() without calling the notifier (the store calls notify() once its lock is released).
+  void close_after_delivery();
   void notify();
 
  private:
