@@ -67,6 +67,14 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
         loss, p, goal_epochs, horizon, horizon, inf.best_probability);
     return;
   }
+  if (goal_epochs >= 0 && goal_epochs <= horizon) {
+    inf.binding = "guarantee";
+    result.reason = fmt::format(
+        "The schedule graph found no plan meeting the guarantee at eta = {}, yet one looks "
+        "reachable within {} epochs (P = {:.3f}); the grid is too coarse, use a smaller eta.",
+        eta, horizon, inf.best_probability);
+    return;
+  }
   bool some_unplaceable = false;
   for (bool placeable : ctx.placeable) some_unplaceable |= !placeable;
   if (some_unplaceable) {

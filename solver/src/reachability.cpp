@@ -50,10 +50,12 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
     k.variance_cell = static_cast<std::int32_t>(std::ceil(n.state.variance / grid.variance_step));
     return k;
   };
-  auto push = [&](Node n) {
+  // `same_vertex_ok`: an epoch that does not leave its parent's cell still moves the exact
+  // state; without this, chains near convergence would stop one cell short of the floor.
+  auto push = [&](Node n, bool same_vertex_ok = false) {
     if (nodes.size() >= kMaxLabels) return;
     const VertexKey k = key(n);
-    if (seen.find(k) >= 0) return;
+    if (seen.find(k) >= 0 && !same_vertex_ok) return;
     seen.settle(k, n.epochs);
     queue.push_back(static_cast<std::uint32_t>(nodes.size()));
     nodes.push_back(n);
@@ -100,7 +102,7 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
     next.parent = i;
     next.epochs = n.epochs + 1;
     next.phase_start = false;
-    push(next);
+    push(next, key(next) == key(n));
     if (n.switches + 1 >= levels) continue;
     for (std::size_t w = 0; w < view.pareto.size(); ++w) {
       const int sw = ctx.switch_index[n.model][w];
