@@ -1,0 +1,346 @@
+// The Beast transport against a local server on 127.0.0.1 with certificates from pki.hpp:
+// CA verification, wrong CA, SNI / tls-server-name, client certificates, keep-alive reuse,
+// timeouts, streaming with idle timeout and cancel, HTTP CONNECT proxy.
+#include "depl/kube/beast_transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "depl/common/pki.hpp"
+#include "test_https_server.hpp"
+#include "test_connect_proxy.hpp"
+
+namespace depl::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using test::ServerOptions;
+using test::ServerReply;
+using test::ServerRequest;
+using test::TestHttpsServer;
+
+struct Pki {
+  pki::CertificateAndKey ca = *pki::generate_ca("depl-test-ca");
+  pki::CertificateAndKey other_ca = *pki::generate_ca("someone-else");
+  pki::CertificateAndKey server = *pki::issue_certificate(ca, pki::localhost_server_spec());
+  pki::CertificateAndKey alice = *pki::issue_certificate(ca, pki::client_spec("alice", {"system:masters"}));
+  pki::CertificateAndKey bob = *pki::issue_certificate(ca, pki::client_spec("bob"));
+};
+
+const Pki& certs() {
+  static const Pki kPki;  // generated once per process: key generation is the slow part
+  return kPki;
+}
+
+ServerReply ok_json(const ServerRequest& request) {
+  return {.body = R"({"kind":"Pod","path":")" + request.target + "\"}"};
+}
+
+std::shared_ptr<BeastTransport> transport_for(ConnectionConfig config, TransportOptions options = {}) {
+  auto transport = BeastTransport::create(config, options);
+  EXPECT_TRUE(transport) << transport.error().message;
+  return transport ? *transport : nullptr;
+}
+
+HttpRequest get(std::string path) {
+  HttpRequest request;
+  request.method = "GET";
+  request.path = std::move(path);
+  request.headers = {{"Accept", "application/json"}};
+  return request;
+}
+
+TEST(BeastTransport, VerifiesTheServerAgainstTheConfiguredCa) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  auto response = transport->send(get("/api/v1/pods"), 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, R"({"kind":"Pod","path":"/api/v1/pods"})");
+  EXPECT_EQ(response->header("content-type"), "application/json");
+  ASSERT_EQ(server.sni_names().size(), 1u);
+  EXPECT_EQ(server.sni_names()[0], "");  // no SNI for an IP address (RFC 6066)
+}
+
+TEST(BeastTransport, WrongCaIsAConnectFailureNamingVerification) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().other_ca.certificate_pem});
+  auto response = transport->send(get("/api"), 5s);
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().reason, ApiError::kConnectFailed);
+  EXPECT_NE(response.error().message.find("TLS handshake"), std::string::npos) << response.error().message;
+  EXPECT_NE(response.error().message.find("certificate verify failed"), std::string::npos) << response.error().message;
+}
+
+TEST(BeastTransport, InsecureSkipVerifyOnlyWhenAsked) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .insecure_skip_tls_verify = true});
+  auto response = transport->send(get("/api"), 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  // With neither a CA nor insecure, the system roots do not know our test CA.
+  auto strict = transport_for({.server = server.url()});
+  EXPECT_FALSE(strict->send(get("/api"), 5s));
+}
+
+TEST(BeastTransport, TlsServerNameIsSentAsSniAndVerified) {
+  pki::CertificateSpec spec;
+  spec.common_name = "api.internal";
+  spec.dns_names = {"api.internal"};
+  auto named = *pki::issue_certificate(certs().ca, spec);
+  TestHttpsServer server({.certificate_pem = named.certificate_pem, .key_pem = named.private_key_pem}, ok_json);
+  // The URL says 127.0.0.1, which the certificate does not name.
+  auto by_ip = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  EXPECT_FALSE(by_ip->send(get("/api"), 5s));
+  auto by_name = transport_for({.server = server.url(),
+                                .certificate_authority_pem = certs().ca.certificate_pem,
+                                .tls_server_name = "api.internal"});
+  auto response = by_name->send(get("/api"), 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  EXPECT_EQ(server.sni_names().back(), "api.internal");
+  auto wrong_name = transport_for({.server = server.url(),
+                                   .certificate_authority_pem = certs().ca.certificate_pem,
+                                   .tls_server_name = "other.internal"});
+  EXPECT_FALSE(wrong_name->send(get("/api"), 5s));
+}
+
+TEST(BeastTransport, ClientCertificateRequiredAndPresented) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem,
+                          .key_pem = certs().server.private_key_pem,
+                          .client_ca_pem = certs().ca.certificate_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  EXPECT_FALSE(transport->send(get("/api"), 5s));  // no certificate: the server refuses
+  HttpRequest request = get("/api");
+  request.tls_identity = std::make_shared<const TlsClientIdentity>(
+      TlsClientIdentity{certs().alice.certificate_pem, certs().alice.private_key_pem});
+  auto response = transport->send(request, 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  ASSERT_FALSE(server.client_common_names().empty());
+  EXPECT_EQ(server.client_common_names().back(), "alice");
+}
+
+TEST(BeastTransport, NewClientIdentityOpensANewConnection) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem,
+                          .key_pem = certs().server.private_key_pem,
+                          .client_ca_pem = certs().ca.certificate_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  HttpRequest request = get("/api");
+  request.tls_identity = std::make_shared<const TlsClientIdentity>(
+      TlsClientIdentity{certs().alice.certificate_pem, certs().alice.private_key_pem});
+  ASSERT_TRUE(transport->send(request, 5s));
+  ASSERT_TRUE(transport->send(request, 5s));
+  EXPECT_EQ(transport->stats().connections_opened, 1u);
+  request.tls_identity = std::make_shared<const TlsClientIdentity>(
+      TlsClientIdentity{certs().bob.certificate_pem, certs().bob.private_key_pem});
+  ASSERT_TRUE(transport->send(request, 5s));
+  EXPECT_EQ(transport->stats().connections_opened, 2u);
+  EXPECT_EQ(server.client_common_names(), (std::vector<std::string>{"alice", "bob"}));
+}
+
+TEST(BeastTransport, BadClientKeyIsAClearError) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  HttpRequest request = get("/api");
+  request.tls_identity = std::make_shared<const TlsClientIdentity>(
+      TlsClientIdentity{certs().alice.certificate_pem, certs().bob.private_key_pem});
+  auto response = transport->send(request, 5s);
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().reason, ApiError::kConfigError);
+  EXPECT_NE(response.error().message.find("does not match"), std::string::npos);
+}
+
+TEST(BeastTransport, KeepAliveReusesOneConnection) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(transport->send(get("/api/v1/pods/" + std::to_string(i)), 5s));
+  EXPECT_EQ(transport->stats().connections_opened, 1u);
+  EXPECT_EQ(transport->stats().requests, 5u);
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+TEST(BeastTransport, ConnectionCloseIsNotReused) {
+  TestHttpsServer server({.tls = false}, [](const ServerRequest&) { return ServerReply{.body = "{}", .close = true}; });
+  auto transport = transport_for({.server = server.url()});
+  ASSERT_TRUE(transport->send(get("/a"), 5s));
+  ASSERT_TRUE(transport->send(get("/b"), 5s));
+  EXPECT_EQ(transport->stats().connections_opened, 2u);
+}
+
+TEST(BeastTransport, PooledConnectionClosedByTheServerIsReplaced) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         [](const ServerRequest&) { return ServerReply{.body = "{}", .drop_after = true}; });
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  ASSERT_TRUE(transport->send(get("/a"), 5s));
+  ASSERT_TRUE(server.wait_for_closed_connections(1));
+  auto second = transport->send(get("/b"), 5s);
+  ASSERT_TRUE(second) << second.error().to_string();
+  EXPECT_EQ(transport->stats().connections_opened, 2u);
+}
+
+TEST(BeastTransport, PlainHttpWithBasePathAndBody) {
+  TestHttpsServer server({.tls = false}, [](const ServerRequest& request) {
+    return ServerReply{.status = 201, .body = request.body};
+  });
+  auto transport = transport_for({.server = server.url() + "/prefix/"});
+  HttpRequest request;
+  request.method = "POST";
+  request.path = "/api/v1/namespaces/ns/pods";
+  request.query = {{"fieldManager", "depl"}};
+  request.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer t"}};
+  request.body = R"({"metadata":{"name":"p"}})";
+  auto response = transport->send(request, 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  EXPECT_EQ(response->status, 201);
+  EXPECT_EQ(response->body, request.body);
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/prefix/api/v1/namespaces/ns/pods?fieldManager=depl");
+  EXPECT_EQ(seen[0].headers["authorization"], "Bearer t");
+  EXPECT_EQ(seen[0].headers["host"], "127.0.0.1:" + std::to_string(server.port()));
+}
+
+TEST(BeastTransport, RequestTimeout) {
+  TestHttpsServer server({.tls = false}, [](const ServerRequest&) { return ServerReply{.hang = true}; });
+  auto transport = transport_for({.server = server.url()});
+  auto response = transport->send(get("/slow"), 200ms);
+  ASSERT_FALSE(response);
+  EXPECT_TRUE(response.error().is_timeout()) << response.error().to_string();
+}
+
+TEST(BeastTransport, ConnectionRefusedIsConnectFailed) {
+  int port = 0;
+  {
+    TestHttpsServer server({.tls = false}, ok_json);
+    port = server.port();
+  }  // closed: nothing listens there now
+  auto transport = transport_for({.server = "http://127.0.0.1:" + std::to_string(port)});
+  auto response = transport->send(get("/"), 2s);
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().reason, ApiError::kConnectFailed);
+}
+
+const char* kEvents[] = {
+    R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})" "\n",
+    R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"2"}}})" "\n",
+};
+
+TEST(BeastTransport, WatchThroughTheClientAcrossChunks) {
+  const std::string all = std::string(kEvents[0]) + kEvents[1];
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         [&](const ServerRequest&) {
+                           // Chunk boundaries deliberately inside events.
+                           return ServerReply{.chunks = {all.substr(0, 10), all.substr(10, 70), all.substr(80)},
+                                              .chunked = true};
+                         });
+  auto client = make_client({.server = server.url(),
+                             .certificate_authority_pem = certs().ca.certificate_pem,
+                             .credentials = StaticCredentials::bearer("s3cret")});
+  ASSERT_TRUE(client) << client.error().message;
+  auto watch = client->watch(resources::pods(), "ns", {.resource_version = "0", .timeout_seconds = 60});
+  ASSERT_TRUE(watch) << watch.error().to_string();
+  std::vector<std::string> versions;
+  while (true) {
+    auto event = watch->next();
+    ASSERT_TRUE(event) << event.error().to_string();
+    if (!*event) break;
+    versions.push_back((*event)->resource_version());
+  }
+  EXPECT_EQ(versions, (std::vector<std::string>{"1", "2"}));
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target,
+            "/api/v1/namespaces/ns/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=60");
+  EXPECT_EQ(seen[0].headers["authorization"], "Bearer s3cret");
+}
+
+TEST(BeastTransport, SilentStreamHitsTheIdleTimeout) {
+  TestHttpsServer server({.tls = false}, [](const ServerRequest&) {
+    return ServerReply{.chunks = {kEvents[0]}, .chunked = true, .hang = true};
+  });
+  auto transport = transport_for({.server = server.url()});
+  auto stream = transport->open_stream(get("/api/v1/pods?watch=1"), 300ms);
+  ASSERT_TRUE(stream) << stream.error().to_string();
+  EXPECT_EQ((*stream)->status(), 200);
+  std::string received;
+  while (received.find('\n') == std::string::npos) {
+    auto bytes = (*stream)->read();
+    ASSERT_TRUE(bytes) << bytes.error().to_string();
+    received += *bytes;
+  }
+  EXPECT_EQ(received, kEvents[0]);
+  const auto start = std::chrono::steady_clock::now();
+  auto silent = (*stream)->read();
+  ASSERT_FALSE(silent);
+  EXPECT_TRUE(silent.error().is_timeout()) << silent.error().to_string();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+}
+
+TEST(BeastTransport, CancelUnblocksAStreamRead) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         [](const ServerRequest&) {
+                           return ServerReply{.chunks = {kEvents[0]}, .chunked = true, .hang = true};
+                         });
+  auto transport = transport_for({.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem});
+  auto stream = transport->open_stream(get("/api/v1/pods?watch=1"), 60s);
+  ASSERT_TRUE(stream) << stream.error().to_string();
+  std::string received;
+  while (received.find('\n') == std::string::npos) {
+    auto bytes = (*stream)->read();
+    ASSERT_TRUE(bytes);
+    received += *bytes;
+  }
+  auto blocked = std::async(std::launch::async, [&] { return (*stream)->read(); });
+  EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
+  (*stream)->cancel();
+  ASSERT_EQ(blocked.wait_for(10s), std::future_status::ready);
+  auto result = blocked.get();
+  ASSERT_FALSE(result);
+  EXPECT_TRUE(result.error().is_cancelled()) << result.error().to_string();
+}
+
+TEST(BeastTransport, ErrorStatusOnWatchIsReadAsBody) {
+  TestHttpsServer server({.tls = false}, [](const ServerRequest&) {
+    return ServerReply{.status = 410,
+                       .body = R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})"};
+  });
+  auto client = make_client({.server = server.url()});
+  ASSERT_TRUE(client);
+  auto watch = client->watch(resources::pods(), "ns", {.resource_version = "5"});
+  ASSERT_FALSE(watch);
+  EXPECT_TRUE(watch.error().is_gone());
+  EXPECT_EQ(watch.error().message, "too old");
+}
+
+TEST(BeastTransport, TunnelsThroughAnHttpConnectProxy) {
+  TestHttpsServer server({.certificate_pem = certs().server.certificate_pem, .key_pem = certs().server.private_key_pem},
+                         ok_json);
+  test::ConnectProxy proxy;
+  auto transport = transport_for({.server = server.url(),
+                                  .certificate_authority_pem = certs().ca.certificate_pem,
+                                  .proxy_url = proxy.url()});
+  auto response = transport->send(get("/via/proxy"), 5s);
+  ASSERT_TRUE(response) << response.error().to_string();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(proxy.connect_targets(), (std::vector<std::string>{"127.0.0.1:" + std::to_string(server.port())}));
+}
+
+TEST(BeastTransport, CreateValidatesTheConfiguration) {
+  EXPECT_FALSE(BeastTransport::create({.server = "ftp://x"}));
+  EXPECT_FALSE(BeastTransport::create({.server = "https://host:99999"}));
+  EXPECT_FALSE(BeastTransport::create({.server = "https://"}));
+  auto bad_ca = BeastTransport::create({.server = "https://127.0.0.1:1", .certificate_authority_pem = "garbage"});
+  ASSERT_FALSE(bad_ca);
+  EXPECT_NE(bad_ca.error().message.find("certificate authority"), std::string::npos);
+  EXPECT_FALSE(BeastTransport::create({.server = "https://h", .proxy_url = "https://proxy"}));
+  EXPECT_TRUE(BeastTransport::create({.server = "https://[::1]:6443/base"}));
+}
+
+}  // namespace
+}  // namespace depl::kube
