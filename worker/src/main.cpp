@@ -38,8 +38,14 @@ int main(int argc, char** argv) {
     std::cerr << "depl-reference-worker: " << summary.error().message << '\n';
     return 1;
   }
-  spdlog::info("event=done first_epoch={} last_epoch={} stopped_by_controller={} loss={:.4f}",
-               summary->first_epoch, summary->last_epoch, summary->stopped_by_controller,
-               summary->last.loss);
+  if (config.rank == 0) {
+    spdlog::info("event=done first_epoch={} last_epoch={} stopped_by_controller={} loss={:.4f}",
+                 summary->first_epoch, summary->last_epoch, summary->stopped_by_controller,
+                 summary->last.loss);
+  } else {  // only rank 0 evaluates
+    spdlog::info("event=done rank={} first_epoch={} last_epoch={} stopped_by_controller={}",
+                 config.rank, summary->first_epoch, summary->last_epoch,
+                 summary->stopped_by_controller);
+  }
   return 0;
 }
