@@ -153,6 +153,12 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
       data.samples.size(), data.validation.size(), c.variant.name, shape.hidden, c.rank,
       c.world_size);
 
+  if (c.operator_context && !c.operator_context->loss_profile.empty()) {
+    // Informational: lets a reader of the logs compare the curve with what the plan assumed.
+    spdlog::info("event=assumed_loss_profile job={}/{} phase={} profile={}", c.operator_context->ns,
+                 c.operator_context->job, c.operator_context->phase,
+                 c.operator_context->loss_profile);
+  }
   auto state = initial_state(c, shape);
   if (!state) return unexpected(state.error());
 
