@@ -246,6 +246,7 @@ void ApiStore::Impl::collect_garbage(std::vector<std::string> dependents_of,
         auto dep_loc = by_uid.find(dep);
         if (dep_loc == by_uid.end()) continue;
         ObjectPtr d = lookup(dep_loc->second.first, dep_loc->second.second);
+        if (!d) continue;
         for (const auto& r : d->value("/metadata/ownerReferences"_json_pointer, json::array())) {
           if (r.value("uid", "") == owner_uid && r.value("blockOwnerDeletion", false)) {
             blocked = true;
@@ -274,9 +275,8 @@ void ApiStore::Impl::finalize_namespace(const std::string& name) {
   ObjectPtr ns = lookup("/namespaces", object_key("", name));
   if (!ns || !is_deleting(*ns)) return;
   // Re-entered from the removals below: the outermost call finishes the job.
-  static thread_local std::set<std::string> finalizing;
-  if (finalizing.count(name)) return;
-  finalizing.insert(name);
+  if (finalizing_namespaces.count(name)) return;
+  finalizing_namespaces.insert(name);
   std::string prefix = name + "/";
   std::vector<std::pair<std::string, std::string>> contents;
   for (const auto& [storage_key, objects] : storage) {
@@ -290,7 +290,7 @@ void ApiStore::Impl::finalize_namespace(const std::string& name) {
     if (object && !is_deleting(*object))
       delete_object(storage_key, key, "Background", std::nullopt);
   }
-  finalizing.erase(name);
+  finalizing_namespaces.erase(name);
   bool empty = true;
   for (const auto& [storage_key, objects] : storage) {
     auto it = objects.lower_bound(prefix);

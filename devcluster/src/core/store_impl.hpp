@@ -68,6 +68,9 @@ struct ApiStore::Impl {
   PendingEffects pending;
   std::function<void(const WriteRecord&)> recorder;
   std::uint32_t next_cluster_ip = 10;
+  // Namespaces whose contents are being deleted right now (finalize_namespace re-enters itself
+  // through the removals it causes; the outermost call finishes).
+  std::set<std::string> finalizing_namespaces;
 
   // ---- helpers (store_impl.cpp) ----------------------------------------------------------
   const ResourceType* find_type(const std::string& group, const std::string& version,
