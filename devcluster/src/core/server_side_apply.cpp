@@ -364,7 +364,12 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
   std::vector<Entry> entries = live.is_object() ? read_entries(live) : std::vector<Entry>{};
 
   // Conflicts: fields another manager owns whose value the configuration would change.
-  std::vector<std::pair<std::string, Path>> conflicts;
+  struct Conflict {
+    std::string manager;
+    std::string api_version;
+    Path path;
+  };
+  std::vector<Conflict> conflicts;
   for (auto& e : entries) {
     if (e.manager == manager && e.operation == "Apply") continue;
     for (const auto& path : applied) {
@@ -372,17 +377,17 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
       const json* current = live.is_object() ? value_at(live, path) : nullptr;
       const json* wanted = value_at(config, path);
       if (current && wanted && *current == *wanted) continue;
-      conflicts.emplace_back(e.manager, path);
+      conflicts.push_back({e.manager, e.api_version, path});
     }
   }
   if (!conflicts.empty() && !force) {
     json causes = json::array();
     std::string message;
-    for (const auto& [other, path] : conflicts) {
-      std::string text = fmt::format("conflict with \"{}\": {}", other, path_text(path));
-      causes.push_back({{"reason", "FieldManagerConflict"},
-                        {"message", fmt::format("conflict with \"{}\"", other)},
-                        {"field", path_text(path)}});
+    for (const auto& c : conflicts) {
+      std::string with = fmt::format("conflict with \"{}\" using {}", c.manager, c.api_version);
+      std::string text = fmt::format("{}: {}", with, path_text(c.path));
+      causes.push_back(
+          {{"reason", "FieldManagerConflict"}, {"message", with}, {"field", path_text(c.path)}});
       if (!message.empty()) message.append("\n- ");
       message.append(text);
     }
@@ -392,10 +397,10 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
     return unexpected(status_error(409, "Conflict", full, {{"causes", causes}}));
   }
   if (force) {
-    for (const auto& [other, path] : conflicts) {
+    for (const auto& c : conflicts) {
       for (auto& e : entries) {
-        if (e.manager == other && !(e.manager == manager && e.operation == "Apply")) {
-          e.fields.erase(path);
+        if (e.manager == c.manager && !(e.manager == manager && e.operation == "Apply")) {
+          e.fields.erase(c.path);
         }
       }
     }

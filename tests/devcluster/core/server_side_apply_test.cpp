@@ -62,8 +62,9 @@ TEST_F(StoreTest, ApplyCreatesThenConflictsThenForces) {
       store.patch(deployments("web"), PatchType::Apply, other.dump(), {.field_manager = "hpa"});
   ASSERT_EQ(conflict.code, 409) << conflict.body.dump();
   EXPECT_EQ(conflict.body["reason"], "Conflict");
-  EXPECT_EQ(conflict.body["message"],
-            "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.replicas");
+  EXPECT_EQ(
+      conflict.body["message"],
+      "Apply failed with 1 conflict: conflict with \"kubectl\" using apps/v1: .spec.replicas");
   EXPECT_EQ(conflict.body["details"]["causes"][0]["field"], ".spec.replicas");
 
   // Agreeing on the value is shared ownership, not a conflict.
