@@ -425,9 +425,14 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
     }
     if (!shared) dropped.push_back(path);
   }
-  // Deepest first so list items disappear after their fields.
-  std::sort(dropped.begin(), dropped.end(),
-            [](const Path& a, const Path& b) { return a.size() > b.size(); });
+  // Shallowest first: a list item goes as a whole before its fields (whose removal would
+  // otherwise erase the item's key and leave it unaddressable); later removals inside an already
+  // removed part find nothing and do nothing.
+  auto depth = [](const Path& p) { return p.size() - (p.back() == "." ? 1 : 0); };
+  std::stable_sort(dropped.begin(), dropped.end(), [&](const Path& a, const Path& b) {
+    if (depth(a) != depth(b)) return depth(a) < depth(b);
+    return a.back() == "." && b.back() != ".";
+  });
   for (const auto& path : dropped) remove_at(object, path);
 
   std::vector<std::string> names;

@@ -94,6 +94,27 @@ TEST_F(StoreTest, ApplyRemovesFieldsTheManagerStopsApplying) {
                applied["metadata"]["labels"].contains("team"));
 }
 
+TEST_F(StoreTest, ApplyMergesKeyedListItemsAndDropsUnappliedOnes) {
+  json two = deployment(1, "a");
+  two["spec"]["template"]["spec"]["containers"].push_back({{"name", "side"}, {"image", "s:1"}});
+  must(store.patch(deployments("web"), PatchType::Apply, two.dump(), {.field_manager = "kubectl"}),
+       201);
+  // Another manager adds an env var to "main" through an update.
+  must(store.patch(
+      deployments("web"), PatchType::Strategic,
+      R"({"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"X","value":"1"}]}]}}}})",
+      {.field_manager = "injector"}));
+  json one = deployment(1, "b");
+  json after = must(
+      store.patch(deployments("web"), PatchType::Apply, one.dump(), {.field_manager = "kubectl"}));
+  const json& containers = after["spec"]["template"]["spec"]["containers"];
+  ASSERT_EQ(containers.size(), 1u) << containers.dump();
+  EXPECT_EQ(containers[0]["name"], "main");
+  EXPECT_EQ(containers[0]["image"], "b");
+  EXPECT_EQ(containers[0]["env"], json::parse(R"([{"name":"X","value":"1"}])"))
+      << "kept: owned by injector";
+}
+
 TEST_F(StoreTest, ApplyAcceptsYamlAndNeedsAFieldManager) {
   std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: \"1\"\n";
   ApiResult r = store.patch(core("configmaps", "default", "c"), PatchType::Apply, yaml,
