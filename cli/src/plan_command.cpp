@@ -35,6 +35,7 @@ int run_plan(const PlanArgs& args) {
     return kExitBadInput;
   }
   const PlannedJob& job = *planned;
+  for (const auto& w : job.warnings) std::cerr << "warning: " << w << '\n';
   if (*format == OutputFormat::Table) {
     std::cout << plan_to_table(job.problem, job.result);
   } else {

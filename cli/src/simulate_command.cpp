@@ -44,6 +44,7 @@ int run_simulate(const SimulateArgs& args) {
     return kExitBadInput;
   }
   const PlannedJob& job = *planned;
+  for (const auto& w : job.warnings) std::cerr << "warning: " << w << '\n';
   if (!job.result.feasible) {
     // Nothing worth simulating: show why, as `plan` would, and exit 3.
     if (*format == OutputFormat::Table) {

@@ -27,8 +27,9 @@ Expected<std::string> read_text_file(const std::string& path) {
   return text.str();
 }
 
-Expected<solver::Problem, std::vector<std::string>> load_problem(const std::string& job_path,
-                                                                 const std::string& pools_path) {
+Expected<solver::Problem, std::vector<std::string>> load_problem(
+    const std::string& job_path, const std::string& pools_path,
+    std::vector<std::string>* warnings) {
   std::vector<std::string> errors;
   auto job_text = read_text_file(job_path);
   auto pools_text = read_text_file(pools_path);
@@ -47,6 +48,9 @@ Expected<solver::Problem, std::vector<std::string>> load_problem(const std::stri
 
   auto problem = solver::combine(std::move(*job), std::move(*pools));
   if (!problem) return depl::unexpected(std::move(problem).error().messages);
+  if (warnings != nullptr) {
+    for (auto& w : solver::cross_reference_warnings(*problem)) warnings->push_back(std::move(w));
+  }
   return std::move(*problem);
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,10 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
   if (algorithm) {
     options.algorithm = *algorithm;
   } else {
-    errors.push_back(fmt::format("--algorithm: {}", algorithm.error().message));
+    // The solver's message names its own field ("algorithm: must be one of ..."); name the flag.
+    std::string_view message = algorithm.error().message;
+    if (message.starts_with("algorithm: ")) message.remove_prefix(11);
+    errors.push_back(fmt::format("--algorithm: {}", message));
   }
   if (request.eta) {
     const double eta = *request.eta;
@@ -26,7 +30,8 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
       options.eta = eta;
     }
   }
-  auto problem = load_problem(request.job_path, request.pools_path);
+  std::vector<std::string> warnings;
+  auto problem = load_problem(request.job_path, request.pools_path, &warnings);
   if (!problem) errors.insert(errors.end(), problem.error().begin(), problem.error().end());
   if (!errors.empty()) return depl::unexpected(std::move(errors));
 
@@ -37,7 +42,7 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
     return depl::unexpected(std::vector<std::string>{
         fmt::format("--algorithm {}: {}", request.algorithm, result.error().message)});
   }
-  PlannedJob planned{std::move(*problem), std::move(*result), {}};
+  PlannedJob planned{std::move(*problem), std::move(*result), {}, std::move(warnings)};
   planned.timing.seconds = std::chrono::duration<double>(stop - start).count();
   return planned;
 }

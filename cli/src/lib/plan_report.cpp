@@ -147,6 +147,7 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
       names += (names.empty() ? "" : ", ") + problem.datasets[d].name;
       samples += static_cast<double>(problem.datasets[d].samples);
     }
+    if (!feasible) out += "\nClosest plan found (it breaks the constraints listed below):\n";
     out += fmt::format("Datasets: {} ({} samples per epoch)\n\n", names,
                        format_count(static_cast<std::int64_t>(samples)));
 

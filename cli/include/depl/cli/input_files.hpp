@@ -15,7 +15,10 @@ namespace depl::cli {
 Expected<std::string> read_text_file(const std::string& path);
 
 // Job and pools files -> a validated Problem; on failure every message found in both files.
-Expected<solver::Problem, std::vector<std::string>> load_problem(const std::string& job_path,
-                                                                 const std::string& pools_path);
+// Dangling cross-references (a dataset local to a pool that is not in the pools file) do not
+// fail: they are appended to `warnings` when given.
+Expected<solver::Problem, std::vector<std::string>> load_problem(
+    const std::string& job_path, const std::string& pools_path,
+    std::vector<std::string>* warnings = nullptr);
 
 }  // namespace depl::cli

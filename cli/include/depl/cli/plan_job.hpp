@@ -25,6 +25,7 @@ struct PlannedJob {
   solver::Problem problem;
   solver::SolveResult result;
   SolveTiming timing;
+  std::vector<std::string> warnings;  // for stderr: inputs that are usable but look wrong
 };
 
 // Bad input (unreadable file, validation errors, bad flag values) and a solver that refuses the

@@ -1,0 +1,423 @@
+// kubectl-depl run as a subprocess, as a user or a script would: exit codes (0 feasible,
+// 2 bad input, 3 infeasible), the JSON document's shape and key names, errors on stderr naming
+// the field, the --plot SVG, simulate's JSON, and figures that equal the evaluator's on the
+// plan the JSON describes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "depl/common/yaml_json.hpp"
+#include "depl/solver/evaluator.hpp"
+#include "depl/solver/parse.hpp"
+#include "subprocess.hpp"
+#include "svg_check.hpp"
+
+namespace depl::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ProcessResult;
+
+const std::string kBinary = DEPL_BINARY_DIR "/bin/kubectl-depl";
+const std::string kQuickstart = DEPL_SOURCE_DIR "/examples/quickstart";
+
+// A job the solver can plan (two variants, a listed switch) and pools for it.
+constexpr const char* kJob = R"(apiVersion: depl.dev/v1alpha1
+kind: DependableTrainingJob
+metadata:
+  name: cli-test
+spec:
+  target:
+    loss: 0.32
+    probability: 0.9
+  datasets:
+    - name: imagenet-subset
+      samples: 10000
+      quality: 0.8
+      sizeBytes: 1G
+  models:
+    - name: resnet50
+      image: registry.example/resnet50:1
+      computePerSampleGflop: 2.0
+      parameterBytes: 4M
+      lossProfile:
+        initialLoss: 2.0
+        floorLoss: 0.2
+        decayPerEpoch: 0.5
+        noiseStddev: 0.01
+        referenceSamples: 8000
+    - name: resnet50-int8
+      image: registry.example/resnet50-int8:1
+      computePerSampleGflop: 0.5
+      parameterBytes: 1M
+      lossProfile:
+        initialLoss: 2.0
+        floorLoss: 0.4
+        decayPerEpoch: 0.6
+        noiseStddev: 0.02
+        referenceSamples: 8000
+  switching:
+    - from: resnet50-int8
+      to: resnet50
+      lossJump:
+        mean: 0.05
+        stddev: 0.03
+      overheadSeconds: 10
+  training:
+    batchSize: 100
+    maxEpochs: 40
+)";
+
+constexpr const char* kPools = R"(pools:
+  - name: a100-pool
+    gpuType: NVIDIA-A100-SXM4-80GB
+    gpus: 8
+    gpuGflops: 1000
+    pricePerGpuHour: 3.6
+    bandwidthBytesPerSecond: 1G
+    storageBandwidthBytesPerSecond: 100M
+    startupSeconds: 5
+  - name: t4-pool
+    gpuType: NVIDIA-T4
+    gpus: 4
+    gpuGflops: 100
+    pricePerGpuHour: 0.36
+    bandwidthBytesPerSecond: 100M
+    storageBandwidthBytesPerSecond: 50M
+)";
+
+class KubectlDepl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kBinary)) << kBinary << " not built";
+    std::string pattern = (fs::temp_directory_path() / "kubectl-depl-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    job_ = write("job.yaml", kJob);
+    pools_ = write("pools.yaml", kPools);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+  std::string with_replaced(const std::string& from, const std::string& to) {
+    std::string job = kJob;
+    const auto at = job.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    job.replace(at, from.size(), to);
+    return write("edited-job.yaml", job);
+  }
+
+  static ProcessResult run(const std::vector<std::string>& args) {
+    return testing::run_process(kBinary, args);
+  }
+  static nlohmann::json parse_json(const ProcessResult& r) {
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << r.out;
+    return j;
+  }
+
+  fs::path dir_;
+  std::string job_;
+  std::string pools_;
+};
+
+// The JSON document's required keys and their types.
+void expect_plan_shape(const nlohmann::json& j) {
+  ASSERT_TRUE(j.is_object());
+  ASSERT_TRUE(j.contains("feasible"));
+  EXPECT_TRUE(j["feasible"].is_boolean());
+  ASSERT_TRUE(j.contains("datasets"));
+  ASSERT_TRUE(j["datasets"].is_array());
+  for (const auto& d : j["datasets"]) EXPECT_TRUE(d.is_string());
+  ASSERT_TRUE(j.contains("phases"));
+  ASSERT_TRUE(j["phases"].is_array());
+  for (const auto& ph : j["phases"]) {
+    EXPECT_TRUE(ph.at("model").is_string());
+    EXPECT_TRUE(ph.at("epochs").is_number_integer());
+    EXPECT_TRUE(ph.at("pool").is_string());
+    EXPECT_TRUE(ph.at("workers").is_number_integer());
+  }
+  ASSERT_TRUE(j.contains("predicted"));
+  for (const char* key : {"cost", "durationSeconds", "lossMean", "lossStddev", "probability"}) {
+    EXPECT_TRUE(j["predicted"].contains(key) && j["predicted"][key].is_number()) << key;
+  }
+  if (!j["feasible"].get<bool>()) {
+    ASSERT_TRUE(j.contains("reason"));
+    EXPECT_TRUE(j["reason"].is_string());
+    EXPECT_FALSE(j["reason"].get<std::string>().empty());
+  } else {
+    EXPECT_FALSE(j.contains("reason"));
+  }
+}
+
+// Re-reads the job and pools, rebuilds the plan from the JSON's names and evaluates it: the
+// JSON's figures must be the evaluator's.
+void expect_json_matches_evaluator(const std::string& job_path, const std::string& pools_path,
+                                   const nlohmann::json& j) {
+  std::ifstream job_in(job_path);
+  std::ifstream pools_in(pools_path);
+  const std::string job_text((std::istreambuf_iterator<char>(job_in)), {});
+  const std::string pools_text((std::istreambuf_iterator<char>(pools_in)), {});
+  auto job = solver::parse_job_yaml(job_text);
+  auto pools = solver::parse_pools_yaml(pools_text);
+  ASSERT_TRUE(job && pools);
+  auto problem = solver::combine(*job, *pools);
+  ASSERT_TRUE(problem);
+  solver::Plan plan;
+  for (const auto& name : j.at("datasets")) {
+    const int d = problem->dataset_index(name.get<std::string>());
+    ASSERT_GE(d, 0) << name;
+    plan.datasets.push_back(static_cast<std::size_t>(d));
+  }
+  std::sort(plan.datasets.begin(), plan.datasets.end());
+  for (const auto& ph : j.at("phases")) {
+    const int m = problem->model_index(ph.at("model").get<std::string>());
+    const int k = problem->pool_index(ph.at("pool").get<std::string>());
+    ASSERT_GE(m, 0);
+    ASSERT_GE(k, 0);
+    plan.phases.push_back({static_cast<std::size_t>(m), ph.at("epochs").get<int>(),
+                           static_cast<std::size_t>(k), ph.at("workers").get<int>()});
+  }
+  const solver::Figures f = solver::evaluate(*problem, plan);
+  const auto& p = j.at("predicted");
+  auto near = [](double a, double b) {
+    return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b));
+  };
+  EXPECT_PRED2(near, p.at("cost").get<double>(), f.cost);
+  EXPECT_PRED2(near, p.at("durationSeconds").get<double>(), f.duration_seconds);
+  EXPECT_PRED2(near, p.at("lossMean").get<double>(), f.loss_mean);
+  EXPECT_PRED2(near, p.at("lossStddev").get<double>(), f.loss_stddev);
+  EXPECT_PRED2(near, p.at("probability").get<double>(), f.probability);
+  EXPECT_EQ(j.at("feasible").get<bool>(), f.feasible);
+  if (f.feasible) {
+    EXPECT_TRUE(meets_guarantee(problem->target, f.loss_mean, f.loss_stddev * f.loss_stddev));
+  }
+}
+
+TEST_F(KubectlDepl, PlanJsonHasTheDocumentedShapeAndExitsZero) {
+  const ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  expect_plan_shape(j);
+  EXPECT_EQ(j["feasible"], true);
+  EXPECT_FALSE(j["phases"].empty());
+  EXPECT_EQ(j["algorithm"], "depl");
+  EXPECT_GE(j["predicted"]["probability"].get<double>(), 0.9);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(KubectlDepl, PlanJsonFiguresEqualTheEvaluatorOnThePlan) {
+  for (const char* algorithm : {"depl", "exp", "full"}) {
+    SCOPED_TRACE(algorithm);
+    const ProcessResult r =
+        run({"plan", "-f", job_, "--pools", pools_, "-o", "json", "--algorithm", algorithm});
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+    const nlohmann::json j = parse_json(r);
+    expect_plan_shape(j);
+    EXPECT_EQ(j["algorithm"], algorithm);
+    if (!j["phases"].empty()) expect_json_matches_evaluator(job_, pools_, j);
+  }
+}
+
+TEST_F(KubectlDepl, QuickstartPlansAndMatchesTheEvaluator) {
+  const std::string job = kQuickstart + "/job.yaml";
+  const std::string pools = kQuickstart + "/pools.yaml";
+  ASSERT_TRUE(fs::exists(job) && fs::exists(pools));
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  expect_plan_shape(j);
+  expect_json_matches_evaluator(job, pools, j);
+}
+
+TEST_F(KubectlDepl, TableIsForPeople) {
+  const ProcessResult r = run({"plan", "-f", job_, "--pools", pools_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("MODEL"));
+  EXPECT_THAT(r.out, HasSubstr("POOL"));
+  EXPECT_THAT(r.out, HasSubstr("P(target)"));
+  EXPECT_THAT(r.out, HasSubstr("Duration"));
+  EXPECT_THAT(r.out, Not(HasSubstr("{")));
+}
+
+TEST_F(KubectlDepl, YamlIsTheSameDocumentAsJson) {
+  const ProcessResult json_run = run({"plan", "-f", job_, "--pools", pools_, "-o", "json"});
+  const ProcessResult yaml_run = run({"plan", "-f", job_, "--pools", pools_, "-o", "yaml"});
+  ASSERT_EQ(yaml_run.exit_code, 0) << yaml_run.err;
+  nlohmann::json from_json = parse_json(json_run);
+  auto from_yaml = yaml_to_json(yaml_run.out);
+  ASSERT_TRUE(from_yaml) << from_yaml.error().message;
+  // Solve time differs between runs; everything else must be identical.
+  from_json["stats"].erase("solveSeconds");
+  (*from_yaml)["stats"].erase("solveSeconds");
+  EXPECT_EQ(*from_yaml, from_json);
+}
+
+TEST_F(KubectlDepl, InfeasibleExitsThreeAndStillPrintsThePlanDocument) {
+  const std::string job =
+      with_replaced("    probability: 0.9\n", "    probability: 0.9\n    deadlineSeconds: 5\n");
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  const nlohmann::json j = parse_json(r);
+  expect_plan_shape(j);
+  EXPECT_EQ(j["feasible"], false);
+  EXPECT_THAT(j["reason"].get<std::string>(), HasSubstr("deadline"));
+
+  const ProcessResult table = run({"plan", "-f", job, "--pools", pools_});
+  EXPECT_EQ(table.exit_code, 3);
+  EXPECT_THAT(table.out, HasSubstr("INFEASIBLE"));
+  EXPECT_THAT(table.out, HasSubstr("Reason:"));
+}
+
+TEST_F(KubectlDepl, BadFieldIsNamedOnStderrWithExitTwo) {
+  const std::string job = with_replaced("decayPerEpoch: 0.5", "decayPerEpoch: 1.2");
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools_, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.models[0].lossProfile.decayPerEpoch"));
+  EXPECT_THAT(r.err, HasSubstr("1.2"));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(KubectlDepl, EveryBadFieldGetsItsOwnLine) {
+  std::string job = kJob;
+  job.replace(job.find("samples: 10000"), 14, "samples: -5");
+  job.replace(job.find("noiseStddev: 0.02"), 17, "noiseStddev: -1");
+  const ProcessResult r = run({"plan", "-f", write("two-errors.yaml", job), "--pools", pools_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.datasets[0].samples"));
+  EXPECT_THAT(r.err, HasSubstr("spec.models[1].lossProfile.noiseStddev"));
+  EXPECT_GE(std::count(r.err.begin(), r.err.end(), '\n'), 2);
+}
+
+TEST_F(KubectlDepl, DanglingLocalityIsAWarningNotAnError) {
+  const std::string job =
+      with_replaced("      sizeBytes: 1G\n", "      sizeBytes: 1G\n      locality: [h100-pool]\n");
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools_, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: "));
+  EXPECT_THAT(r.err, HasSubstr("h100-pool"));
+  expect_plan_shape(parse_json(r));
+}
+
+TEST_F(KubectlDepl, MissingFileIsBadInput) {
+  const std::string missing = (dir_ / "no-such-job.yaml").string();
+  const ProcessResult r = run({"plan", "-f", missing, "--pools", pools_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(missing));
+  EXPECT_THAT(r.err, HasSubstr("No such file"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(KubectlDepl, BadFlagsAreBadInput) {
+  EXPECT_EQ(run({"plan", "-f", job_}).exit_code, 2);  // --pools missing
+  ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "-o", "xml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("-o"));
+  r = run({"plan", "-f", job_, "--pools", pools_, "--algorithm", "greedy"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--algorithm"));
+  r = run({"plan", "-f", job_, "--pools", pools_, "--eta", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--eta"));
+  EXPECT_EQ(run({"no-such-command"}).exit_code, 2);
+  EXPECT_EQ(run({}).exit_code, 2);
+}
+
+TEST_F(KubectlDepl, PlotWritesAWellFormedSvgWithTheTargetLine) {
+  const std::string svg_path = (dir_ / "loss.svg").string();
+  const ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "--plot", svg_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(svg_path);
+  const std::string svg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  const auto xml = testing::check_xml(svg);
+  ASSERT_TRUE(xml.ok) << xml.error;
+  int targets = 0;
+  for (const auto& e : xml.elements) {
+    auto it = e.attributes.find("class");
+    if (it != e.attributes.end() && it->second == "target") ++targets;
+  }
+  EXPECT_EQ(targets, 1);
+  EXPECT_THAT(svg, HasSubstr("target loss 0.32"));
+}
+
+TEST_F(KubectlDepl, PlotToAnUnwritablePathFails) {
+  const ProcessResult r =
+      run({"plan", "-f", job_, "--pools", pools_, "--plot", (dir_ / "no/such/dir.svg").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--plot"));
+}
+
+TEST_F(KubectlDepl, SimulateJsonKeysAndReplayableSeed) {
+  const std::vector<std::string> args{"simulate", "-f",     job_, "--pools", pools_, "--runs",
+                                      "20000",    "--seed", "5",  "-o",      "json"};
+  const ProcessResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  for (const char* key : {"predictedProbability", "empiricalProbability", "interval", "runs",
+                          "reached", "seed", "noise", "plan"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["runs"], 20000);
+  EXPECT_EQ(j["seed"], 5);
+  EXPECT_EQ(j["noise"], "gaussian");
+  ASSERT_EQ(j["interval"].size(), 2u);
+  const double lo = j["interval"][0].get<double>();
+  const double hi = j["interval"][1].get<double>();
+  const double empirical = j["empiricalProbability"].get<double>();
+  EXPECT_LE(lo, empirical);
+  EXPECT_LE(empirical, hi);
+  EXPECT_DOUBLE_EQ(empirical, j["reached"].get<double>() / 20000);
+  expect_plan_shape(j["plan"]);
+  EXPECT_EQ(j["predictedProbability"], j["plan"]["predicted"]["probability"]);
+  // Gaussian noise: the simulation agrees with the prediction to a few standard errors.
+  const double p = j["predictedProbability"].get<double>();
+  EXPECT_NEAR(empirical, p, 4 * std::sqrt(p * (1 - p) / 20000) + 1e-9);
+
+  nlohmann::json again = parse_json(run(args));
+  j["plan"]["stats"].erase("solveSeconds");
+  again["plan"]["stats"].erase("solveSeconds");
+  EXPECT_EQ(again, j);
+}
+
+TEST_F(KubectlDepl, SimulateTableAndStudentT) {
+  const ProcessResult r =
+      run({"simulate", "-f", job_, "--pools", pools_, "--runs", "2000", "--noise", "student-t"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("student-t noise"));
+  EXPECT_THAT(r.out, HasSubstr("Simulated"));
+}
+
+TEST_F(KubectlDepl, SimulateExitCodes) {
+  const std::string infeasible =
+      with_replaced("    probability: 0.9\n", "    probability: 0.9\n    budget: 0.0001\n");
+  ProcessResult r = run({"simulate", "-f", infeasible, "--pools", pools_, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(parse_json(r)["plan"]["feasible"], false);
+  r = run({"simulate", "-f", job_, "--pools", pools_, "--noise", "cauchy"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--noise"));
+  r = run({"simulate", "-f", job_, "--pools", pools_, "--runs", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--runs"));
+  r = run({"simulate", "-f", (dir_ / "missing.yaml").string(), "--pools", pools_});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace depl::cli
