@@ -446,7 +446,11 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
 
 void track_update(const json& before, json& after, const std::string& manager,
                   const ApplyContext& context, const std::string& time) {
-  std::vector<Entry> entries = read_entries(before.is_object() ? before : after);
+  // The request's managedFields win (kubectl's client-side-apply -> SSA upgrade rewrites them
+  // with a JSON patch); the store fills in the old ones when a request leaves them out.
+  std::vector<Entry> entries = read_entries(
+      after.contains("/metadata/managedFields"_json_pointer) || !before.is_object() ? after
+                                                                                    : before);
   std::set<Path> now = leaf_paths(after, context);
   std::set<Path> changed;
   for (const auto& path : now) {

@@ -49,7 +49,13 @@ json comparable(const json& object) {
   json copy = object;
   if (copy.contains("metadata") && copy["metadata"].is_object()) {
     copy["metadata"].erase("resourceVersion");
-    copy["metadata"].erase("managedFields");
+    // managedFields count (a request may rewrite them), their timestamps do not.
+    if (copy["metadata"].contains("managedFields") &&
+        copy["metadata"]["managedFields"].is_array()) {
+      for (auto& entry : copy["metadata"]["managedFields"]) {
+        if (entry.is_object()) entry.erase("time");
+      }
+    }
   }
   return copy;
 }

@@ -143,6 +143,23 @@ TEST_F(StoreTest, UpdatesAreTrackedAsUpdateOperations) {
             std::string::npos);
 }
 
+TEST_F(StoreTest, ManagedFieldsCanBeRewrittenByAPatch) {
+  // What kubectl does when upgrading client-side-apply ownership to server-side apply.
+  json created = must(store.create(deployments(), deployment(1, "a"),
+                                   {.field_manager = "kubectl-client-side-apply"}),
+                      201);
+  ASSERT_EQ(managers(created), std::vector<std::string>{"kubectl-client-side-apply:Update"});
+  json ops = json::array(
+      {{{"op", "replace"}, {"path", "/metadata/managedFields/0/manager"}, {"value", "kubectl"}},
+       {{"op", "replace"}, {"path", "/metadata/managedFields/0/operation"}, {"value", "Apply"}}});
+  json upgraded = must(
+      store.patch(deployments("web"), PatchType::Json, ops.dump(), {.field_manager = "kubectl"}));
+  EXPECT_EQ(managers(upgraded), std::vector<std::string>{"kubectl:Apply"});
+  json applied = must(store.patch(deployments("web"), PatchType::Apply, deployment(3, "a").dump(),
+                                  {.field_manager = "kubectl"}));
+  EXPECT_EQ(applied["spec"]["replicas"], 3);
+}
+
 TEST_F(StoreTest, ApplyToCustomResourceStatus) {
   install_crd();
   must(store.patch(dtj("default", "j"), PatchType::Apply, a_job("j").dump(),
