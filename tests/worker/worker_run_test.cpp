@@ -71,6 +71,23 @@ TEST(WorkerRun, StandaloneRunPrintsOneJsonLinePerEpoch) {
   EXPECT_EQ(summary->last_epoch, 2);
 }
 
+TEST(WorkerRun, ZeroEpochsWithEvalInitialOnlyEvaluates) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  WorkerConfig c = small_run(dir);
+  c.epochs = 0;
+  c.start_epoch = 4;
+  c.eval_initial = true;
+  std::ostringstream out;
+  auto summary = run_worker(c, out);
+  ASSERT_TRUE(summary) << summary.error().message;
+  const auto lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["epoch"], 4);
+  EXPECT_GT(lines[0]["loss"].get<double>(), 1.5);  // untrained
+  EXPECT_EQ(summary->last_epoch, 4);
+}
+
 TEST(WorkerRun, TwoRanksMatchOneRank) {
   DEPL_REQUIRE_FASHION_MNIST();
   TempDir dir;

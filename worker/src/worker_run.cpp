@@ -217,10 +217,6 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
   summary.first_epoch = epoch;
   summary.last_epoch = epoch;
   const int end = c.start_epoch + c.epochs;
-  if (epoch >= end) {
-    spdlog::info("event=nothing_to_do epoch={} end_epoch={}", epoch, end);
-    return summary;
-  }
   auto report_line = [&](int e, const Evaluation& eval, double seconds,
                          std::optional<double> train) {
     nlohmann::json line = {{"epoch", e},
@@ -236,6 +232,10 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
     report_line(epoch, summary.last, 0.0, std::nullopt);
   }
 
+  if (epoch >= end) {
+    spdlog::info("event=nothing_to_do epoch={} end_epoch={}", epoch, end);
+    return summary;
+  }
   while (epoch < end) {
     const auto started = std::chrono::steady_clock::now();
     auto train_loss = trainer.train_epoch(data.samples, epoch + 1);

@@ -49,7 +49,8 @@ struct WorkerConfig {
   float learning_rate = 0.05f;
   float momentum = 0.9f;
   int test_samples = 10000;   // validation: the first N images of the test set
-  bool eval_initial = false;  // also report the loss before the first epoch (e.g. after a switch)
+  bool eval_initial = false;  // also report the loss before the first epoch (e.g. after a switch);
+                              // with epochs = 0 the run only evaluates
   bool bench = false;         // time epochs instead of training a job
   std::optional<OperatorContext> operator_context;
 };
