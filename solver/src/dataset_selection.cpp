@@ -102,15 +102,18 @@ std::optional<Candidate> greedy(const SearchContext& ctx, SelectionSolver& solve
   const auto order = by_effectiveness(*ctx.problem);
   SelectionEvaluator evaluator(ctx, solver);
 
+  // All data first: it gives the bound that keeps the small prefixes' searches short.
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  std::vector<std::size_t> best_set = all;
+  Worth best_worth = evaluator.evaluate(all);
   // Greedy: add datasets in order of effectiveness, keep the best prefix.
   std::vector<std::size_t> current;
-  std::vector<std::size_t> best_set;
-  Worth best_worth;
   for (std::size_t k = 0; k < n; ++k) {
     current.push_back(order[k]);
     const auto d = sorted(current);
     const Worth w = evaluator.evaluate(d);
-    if (best_set.empty() || w < best_worth) {
+    if (w < best_worth) {
       best_worth = w;
       best_set = d;
     }

@@ -123,7 +123,8 @@ void ScheduleSearch::push(Label label) {
   }
   label.mean_cell = cell_up(label.state.mean, grid_.mean_base, grid_.mean_step);
   label.variance_cell = cell_up(label.state.variance, 0.0, grid_.variance_step);
-  if (dominated(label)) return;
+  // Dominance is tested when a label is popped; testing every push as well costs more than
+  // the heap entries it saves.
   // The bound at the bottom of the label's cell: the same for every label that merges there.
   const double mean_low = grid_.mean_base + (label.mean_cell - 1) * grid_.mean_step;
   const double h = cost_to_go_.bound(label.model, label.switches, mean_low);
@@ -281,7 +282,10 @@ std::optional<Plan> ScheduleSearch::next_goal() {
     const Label& l = labels_[top.label];
     if (dominated(l)) continue;
     settle(l);
-    ++settled_;
+    if (++settled_ > options_.max_settled_when_bounded && std::isfinite(options_.weight_bound)) {
+      gave_up_ = true;
+      return std::nullopt;
+    }
     const bool goal = is_goal(l);
     expand(top.label);
     if (goal) {

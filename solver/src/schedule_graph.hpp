@@ -34,6 +34,9 @@ struct GraphOptions {
   // Goals weighing more than this are of no interest (another selection already does better):
   // the search stops once its lower bound exceeds it.
   double weight_bound = std::numeric_limits<double>::infinity();
+  // With a finite weight_bound, a search settling more states than this stops and reports no
+  // goal: a selection that close to the incumbent rarely beats it, and this caps the worst case.
+  std::size_t max_settled_when_bounded = 20'000;
 };
 
 // The rounding grid of one selection: cells of the mean start at mean_base, steps of mean_step;
