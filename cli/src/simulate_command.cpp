@@ -1,5 +1,6 @@
 // `kubectl-depl simulate`: plans the job, then draws Monte Carlo runs of the plan's loss process
-// and prints the empirical probability of reaching the target next to the predicted one.
+// and prints the empirical probability of reaching the target next to the predicted one. An
+// infeasible job exits 3; its closest plan, when there is one, is simulated all the same.
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -45,15 +46,15 @@ int run_simulate(const SimulateArgs& args) {
   }
   const PlannedJob& job = *planned;
   for (const auto& w : job.warnings) std::cerr << "warning: " << w << '\n';
-  if (!job.result.feasible) {
-    // Nothing worth simulating: show why, as `plan` would, and exit 3.
+  if (!job.result.feasible && job.result.plan.phases.empty()) {
+    // No plan at all: show why, as `plan` would, and exit 3.
     if (*format == OutputFormat::Table) {
       std::cout << plan_to_table(job.problem, job.result);
     } else {
       std::cout << render_document({{"plan", plan_to_json(job.problem, job.result, job.timing)}},
                                    *format);
     }
-    std::cerr << "error: the job is infeasible; nothing to simulate\n";
+    std::cerr << "error: the job is infeasible and no plan was found; nothing to simulate\n";
     return kExitInfeasible;
   }
 
@@ -68,6 +69,12 @@ int run_simulate(const SimulateArgs& args) {
   } else {
     std::cout << render_document(
         simulation_to_json(job.problem, job.result, options, simulation, job.timing), *format);
+  }
+  if (!job.result.feasible) {
+    // The closest plan is still worth simulating (it shows, e.g., how often EXP's plan really
+    // reaches the target), but the job as stated has no plan: exit 3 as `plan` does.
+    std::cerr << "warning: the job is infeasible; simulated the closest plan found\n";
+    return kExitInfeasible;
   }
   return kExitOk;
 }

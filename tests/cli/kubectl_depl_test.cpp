@@ -403,12 +403,29 @@ TEST_F(KubectlDepl, SimulateTableAndStudentT) {
   EXPECT_THAT(r.out, HasSubstr("Simulated"));
 }
 
+// EXP plans for the mean only, so its plan reaches the target about half the time: simulate
+// shows it (and exits 3, since the guarantee is not met).
+TEST_F(KubectlDepl, SimulatingExpsPlanShowsItMissesTheGuarantee) {
+  const ProcessResult r =
+      run({"simulate", "-f", kQuickstart + "/job.yaml", "--pools", kQuickstart + "/pools.yaml",
+           "--algorithm", "exp", "--runs", "20000", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["plan"]["feasible"], false);
+  ASSERT_FALSE(j["plan"]["phases"].empty());
+  const double p = j["predictedProbability"].get<double>();
+  EXPECT_LT(p, 0.9);
+  EXPECT_NEAR(j["empiricalProbability"].get<double>(), p, 4 * std::sqrt(p * (1 - p) / 20000));
+  EXPECT_LT(j["interval"][1].get<double>(), 0.9);
+}
+
 TEST_F(KubectlDepl, SimulateExitCodes) {
   const std::string infeasible =
       with_replaced("    probability: 0.9\n", "    probability: 0.9\n    budget: 0.0001\n");
   ProcessResult r = run({"simulate", "-f", infeasible, "--pools", pools_, "-o", "json"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(parse_json(r)["plan"]["feasible"], false);
+  EXPECT_THAT(r.err, HasSubstr("infeasible"));
   r = run({"simulate", "-f", job_, "--pools", pools_, "--noise", "cauchy"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--noise"));
