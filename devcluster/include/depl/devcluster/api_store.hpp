@@ -131,14 +131,26 @@ class ApiStore {
   std::uint64_t registry_generation() const;
 
   // ---- requests ----------------------------------------------------------------------------
+  // Results: 200/201 with the object (or list), else a meta/v1 Status with the apiserver's code,
+  // reason and wording. Custom resources are returned with their schema defaults applied.
   ApiResult get(const ResourceRef& ref) const;
+  // Lists carry metadata.resourceVersion; with `limit`, metadata.continue and
+  // remainingItemCount. Continue tokens expire (410) only after compact().
   ApiResult list(const ResourceRef& ref, const ListOptions& options = {}) const;
+  // POST (201). Types with a status subresource drop .status on create (pods start with
+  // status.phase=Pending), except nodes and CRDs; write status through "status" afterwards.
+  // Creating a CRD serves its versions at once and sets Established/NamesAccepted.
   ApiResult create(const ResourceRef& ref, nlohmann::json body, const WriteOptions& options = {});
-  // PUT: replace the object (or its status with ref.subresource == "status").
+  // PUT: replace the object (or its status with ref.subresource == "status"). A stale
+  // metadata.resourceVersion answers 409; an update that changes nothing answers 200 with the
+  // unchanged object and no new resourceVersion or watch event.
   ApiResult update(const ResourceRef& ref, nlohmann::json body, const WriteOptions& options = {});
   // PATCH; `body` is the raw request body (apply bodies may be YAML or JSON).
   ApiResult patch(const ResourceRef& ref, PatchType type, std::string_view body,
                   const WriteOptions& options = {});
+  // DELETE: 200 with the object as it was removed, or with deletionTimestamp set when
+  // finalizers (or a foreground deletion, a terminating namespace, a graceful bound pod) keep it.
+  // Dependents are garbage-collected in the same call (see store_delete.cpp).
   ApiResult remove(const ResourceRef& ref, const DeleteOptions& options = {});
   ApiResult remove_collection(const ResourceRef& ref, const ListOptions& selection,
                               const DeleteOptions& options = {});
