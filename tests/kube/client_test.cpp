@@ -153,6 +153,29 @@ TEST(Client, PostAndPatchAreNotRetriedOnceSent) {
   EXPECT_EQ(f.transport->request_count(), 2u);
 }
 
+TEST(Client, ReplaceAndDeleteAreRetried) {
+  Fixture f;
+  f.transport->push_status(500, "InternalError", "etcd leader changed");
+  f.transport->push_json(200, {{"metadata", {{"name", "p"}, {"resourceVersion", "8"}}}});
+  f.transport->push_error(ApiError::transport(ApiError::kTimeout, "no answer"));
+  f.transport->push_json(200, {{"kind", "Status"}, {"status", "Success"}});
+  auto client = f.client();
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"resourceVersion", "7"}}}};
+  auto [replaced, waited] =
+      run_with_clock(f, 1, [&] { return client.replace(resources::pods(), pod); });
+  ASSERT_TRUE(replaced) << replaced.error().to_string();
+  auto [removed, waited_too] =
+      run_with_clock(f, 1, [&] { return client.remove(resources::pods(), "ns", "p"); });
+  ASSERT_TRUE(removed) << removed.error().to_string();
+  auto sent = f.transport->requests();
+  ASSERT_EQ(sent.size(), 4u);
+  // The retried PUT carries the same resourceVersion: a duplicate would get 409, never a blind
+  // write.
+  EXPECT_EQ(sent[1].request.method, "PUT");
+  EXPECT_EQ(json::parse(sent[1].request.body)["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(sent[3].request.method, "DELETE");
+}
+
 TEST(Client, PostIsRetriedWhenTheConnectionNeverOpened) {
   Fixture f;
   f.transport->push_error(ApiError::transport(ApiError::kConnectFailed, "connection refused"));

@@ -80,6 +80,8 @@ class Client {
                                            const nlohmann::json& patch,
                                            const PatchOptions& options = {});
   // Opens a watch; returns once the response head arrived. A non-200 answer is the error.
+  // Rate-limited and authenticated but not retried: the watcher reconnects with its own
+  // backoff and decides between resuming and relisting.
   Expected<WatchStream, ApiError> watch(const ResourceType& type, std::string_view ns,
                                         const WatchOptions& options = {});
 
