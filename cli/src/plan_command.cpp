@@ -43,7 +43,7 @@ int run_plan(const PlanArgs& args) {
   }
   std::cout.flush();
 
-  int exit_code = job.result.feasible ? kExitOk : kExitInfeasible;
+  int exit_code = plan_is_feasible(job.problem, job.result) ? kExitOk : kExitInfeasible;
   if (!args.plot_path.empty()) {
     LossPlotOptions plot_options;
     plot_options.algorithm = solver::to_string(job.result.algorithm);

@@ -46,7 +46,8 @@ int run_simulate(const SimulateArgs& args) {
   }
   const PlannedJob& job = *planned;
   for (const auto& w : job.warnings) std::cerr << "warning: " << w << '\n';
-  if (!job.result.feasible && job.result.plan.phases.empty()) {
+  const bool feasible = plan_is_feasible(job.problem, job.result);
+  if (!feasible && job.result.plan.phases.empty()) {
     // No plan at all: show why, as `plan` would, and exit 3.
     if (*format == OutputFormat::Table) {
       std::cout << plan_to_table(job.problem, job.result);
@@ -70,7 +71,7 @@ int run_simulate(const SimulateArgs& args) {
     std::cout << render_document(
         simulation_to_json(job.problem, job.result, options, simulation, job.timing), *format);
   }
-  if (!job.result.feasible) {
+  if (!feasible) {
     // The closest plan is still worth simulating (it shows, e.g., how often EXP's plan really
     // reaches the target), but the job as stated has no plan: exit 3 as `plan` does.
     std::cerr << "warning: the job is infeasible; simulated the closest plan found\n";

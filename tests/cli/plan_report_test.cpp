@@ -103,6 +103,8 @@ TEST(PlanJson, SolverAndEvaluatorMustAgreeOnFeasibility) {
   p.target.deadline_seconds = 10;  // the evaluator now says no, whatever the result claims
   const nlohmann::json j = plan_to_json(p, r);
   EXPECT_EQ(j.at("feasible"), false);
+  EXPECT_FALSE(plan_is_feasible(p, r));
+  EXPECT_TRUE(plan_is_feasible(small_problem(), r));
   EXPECT_THAT(j.at("reason").get<std::string>(), HasSubstr("deadline"));
 }
 

@@ -18,6 +18,10 @@ const char* guarantee_name(solver::Guarantee guarantee) {
   return guarantee == solver::Guarantee::DistributionFree ? "DistributionFree" : "Gaussian";
 }
 
+bool plan_is_feasible(const Problem& problem, const SolveResult& result) {
+  return result.feasible && solver::evaluate(problem, result.plan).feasible;
+}
+
 namespace {
 
 json target_json(const solver::Target& target) {

@@ -30,6 +30,10 @@ nlohmann::json plan_to_json(const solver::Problem& problem, const solver::SolveR
 // infeasible. Ends with '\n'.
 std::string plan_to_table(const solver::Problem& problem, const solver::SolveResult& result);
 
+// Feasible as the CLI reports it (JSON `feasible`, exit code 0 vs 3): the solver says so and the
+// exact evaluator agrees on the returned plan.
+bool plan_is_feasible(const solver::Problem& problem, const solver::SolveResult& result);
+
 // "Gaussian" / "DistributionFree", as in the manifest.
 const char* guarantee_name(solver::Guarantee guarantee);
 
