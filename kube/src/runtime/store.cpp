@@ -91,8 +91,13 @@ std::vector<ObjectPtr> StoreSnapshot::by_index(std::string_view index,
   if (found_index == indexes_.end()) return matches;
   const auto found_value = found_index->second.find(std::string(value));
   if (found_value == found_index->second.end()) return matches;
-  matches.reserve(found_value->second.size());
-  for (const ObjectKey& key : found_value->second) matches.push_back(get(key));
+  std::vector<const ObjectKey*> keys;
+  keys.reserve(found_value->second.size());
+  for (const KeyRef& key : found_value->second) keys.push_back(key.get());
+  std::sort(keys.begin(), keys.end(),
+            [](const ObjectKey* a, const ObjectKey* b) { return *a < *b; });
+  matches.reserve(keys.size());
+  for (const ObjectKey* key : keys) matches.push_back(get(*key));
   return matches;
 }
 
@@ -148,28 +153,26 @@ bool Store::wait_synced_for(std::chrono::milliseconds timeout) const {
   return synced_changed_.wait_for(lock, timeout, [&] { return synced_; });
 }
 
-void Store::erase_index_locked(const ObjectKey& key, const StoreSnapshot::Entry& entry) {
-  for (std::size_t i = 0; i < index_functions_.size(); ++i) {
-    auto& by_value = state_.indexes_.find(index_functions_[i].first)->second;
-    for (const std::string& value : entry.index_values[i]) {
+void Store::erase_index_locked(const StoreSnapshot::Entry& entry) {
+  for (const auto& [name, function] : index_functions_) {
+    auto& by_value = state_.indexes_.find(name)->second;
+    for (const std::string& value : function(*entry.object)) {
       const auto found = by_value.find(value);
       if (found == by_value.end()) continue;
-      found->second.erase(key);
+      found->second.erase(entry.key);
       if (found->second.empty()) by_value.erase(found);
     }
   }
 }
 
-void Store::insert_locked(const ObjectKey& key, ObjectPtr object) {
-  StoreSnapshot::Entry entry;
-  entry.index_values.reserve(index_functions_.size());
+void Store::insert_locked(StoreSnapshot::KeyRef key, ObjectPtr object) {
   for (const auto& [name, function] : index_functions_) {
-    entry.index_values.push_back(function(*object));
     auto& by_value = state_.indexes_.find(name)->second;
-    for (const std::string& value : entry.index_values.back()) by_value[value].insert(key);
+    for (std::string& value : function(*object)) by_value[std::move(value)].insert(key);
   }
-  entry.object = std::move(object);
-  state_.objects_.insert_or_assign(key, std::move(entry));
+  const ObjectKey& plain_key = *key;
+  state_.objects_.insert_or_assign(plain_key,
+                                   StoreSnapshot::Entry{std::move(object), std::move(key)});
 }
 
 ObjectPtr Store::apply(ObjectPtr object) {
@@ -177,11 +180,15 @@ ObjectPtr Store::apply(ObjectPtr object) {
   std::unique_lock lock(mutex_);
   ++version_;
   ObjectPtr previous;
+  StoreSnapshot::KeyRef key_ref;
   if (const auto found = state_.objects_.find(key); found != state_.objects_.end()) {
     previous = found->second.object;
-    erase_index_locked(key, found->second);
+    key_ref = found->second.key;
+    erase_index_locked(found->second);
+  } else {
+    key_ref = std::make_shared<const ObjectKey>(key);
   }
-  insert_locked(key, std::move(object));
+  insert_locked(std::move(key_ref), std::move(object));
   return previous;
 }
 
@@ -191,7 +198,7 @@ ObjectPtr Store::remove(const ObjectKey& key) {
   if (found == state_.objects_.end()) return nullptr;
   ++version_;
   ObjectPtr previous = found->second.object;
-  erase_index_locked(key, found->second);
+  erase_index_locked(found->second);
   state_.objects_.erase(found);
   return previous;
 }
@@ -213,21 +220,24 @@ ReplaceResult Store::replace(std::vector<ObjectPtr> objects) {
         continue;
       }
       result.deleted.push_back(it->second.object);
-      erase_index_locked(it->first, it->second);
+      erase_index_locked(it->second);
       it = state_.objects_.erase(it);
     }
     for (auto& [key, object] : fresh) {
       const auto found = state_.objects_.find(key);
+      StoreSnapshot::KeyRef key_ref;
       if (found == state_.objects_.end()) {
         result.added.push_back(object);
+        key_ref = std::make_shared<const ObjectKey>(key);
       } else {
         ObjectPtr previous = found->second.object;
         const bool changed = resource_version_of(*previous) != resource_version_of(*object) ||
                              resource_version_of(*object).empty();
-        erase_index_locked(key, found->second);
+        key_ref = found->second.key;
+        erase_index_locked(found->second);
         if (changed) result.updated.emplace_back(std::move(previous), object);
       }
-      insert_locked(key, std::move(object));
+      insert_locked(std::move(key_ref), std::move(object));
     }
   }
   {

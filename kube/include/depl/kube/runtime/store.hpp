@@ -12,12 +12,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,7 +28,8 @@ namespace depl::kube {
 
 using ObjectPtr = std::shared_ptr<const nlohmann::json>;
 
-// The index values of one object (an object may have none or several).
+// The index values of one object (an object may have none or several). Must be a pure
+// function of the object: values are recomputed when the object leaves the index.
 using IndexFunction = std::function<std::vector<std::string>(const nlohmann::json&)>;
 
 // Built-in indexes, installed by default_indexes().
@@ -54,13 +55,25 @@ class StoreSnapshot {
 
  private:
   friend class Store;
+  // Index entries hold the key by pointer (shared with the object's entry and every snapshot):
+  // hashing a pointer is cheap and one key is stored once, however many index values it has.
+  using KeyRef = std::shared_ptr<const ObjectKey>;
+  struct KeyRefHash {
+    std::size_t operator()(const KeyRef& key) const noexcept {
+      return std::hash<const ObjectKey*>{}(key.get());
+    }
+  };
   struct Entry {
     ObjectPtr object;
-    std::vector<std::vector<std::string>> index_values;  // per index, in index order
+    KeyRef key;
+    // The object's index values are not stored: they are recomputed from the (immutable)
+    // object when it leaves the indexes, which saves memory and allocations per object.
   };
   std::unordered_map<ObjectKey, Entry, ObjectKeyHash> objects_;
   // index name -> value -> keys
-  std::map<std::string, std::unordered_map<std::string, std::set<ObjectKey>>, std::less<>> indexes_;
+  std::map<std::string, std::unordered_map<std::string, std::unordered_set<KeyRef, KeyRefHash>>,
+           std::less<>>
+      indexes_;
 };
 
 // What a relist changed, for event handlers.
@@ -102,8 +115,8 @@ class Store {
   ReplaceResult replace(std::vector<ObjectPtr> objects);
 
  private:
-  void insert_locked(const ObjectKey& key, ObjectPtr object);
-  void erase_index_locked(const ObjectKey& key, const StoreSnapshot::Entry& entry);
+  void insert_locked(StoreSnapshot::KeyRef key, ObjectPtr object);
+  void erase_index_locked(const StoreSnapshot::Entry& entry);
 
   std::vector<std::pair<std::string, IndexFunction>> index_functions_;
   mutable std::shared_mutex mutex_;
