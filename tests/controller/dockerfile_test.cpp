@@ -1,0 +1,123 @@
+// The Dockerfile's runtime stage installs exactly the Debian packages that provide the shared
+// libraries depl-controller links (ldd of the built binary, each library mapped to its package
+// with dpkg -S), so the image cannot drift from the build. Skipped when the binary is not built
+// or ldd/dpkg are missing.
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "packaging/chart_files.hpp"
+
+namespace depl::packaging {
+namespace {
+
+// stdout of a shell command, and whether it exited 0.
+std::pair<std::string, bool> run(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return {"", false};
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
+  return {out, ::pclose(pipe) == 0};
+}
+
+// Package names on the `apt-get install` line(s) of the last stage (after the last FROM).
+std::set<std::string> runtime_packages(const std::string& dockerfile) {
+  const auto last_from = dockerfile.rfind("\nFROM ");
+  std::string stage = dockerfile.substr(last_from == std::string::npos ? 0 : last_from);
+  // Join continuation lines.
+  std::string joined;
+  for (std::size_t i = 0; i < stage.size(); ++i) {
+    if (stage[i] == '\\' && i + 1 < stage.size() && stage[i + 1] == '\n') {
+      ++i;
+      joined.push_back(' ');
+    } else {
+      joined.push_back(stage[i]);
+    }
+  }
+  std::set<std::string> packages;
+  std::istringstream lines(joined);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("#")) continue;
+    const auto at = line.find("apt-get install");
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + std::string("apt-get install").size()));
+    for (std::string w; words >> w;) {
+      if (w == "&&" || w == ";" || w == "||") break;
+      if (!w.starts_with("-")) packages.insert(w);
+    }
+  }
+  return packages;
+}
+
+TEST(Dockerfile, RuntimeStageParsesAsExpected) {
+  const std::string sample =
+      "FROM debian:bookworm AS build\nRUN apt-get install -y gcc\n"
+      "FROM debian:bookworm-slim\nRUN apt-get update \\\n && apt-get install -y "
+      "--no-install-recommends \\\n"
+      "      libfoo1 libbar2 \\\n && rm -rf /var/lib/apt/lists/*\n";
+  EXPECT_EQ(runtime_packages(sample), (std::set<std::string>{"libfoo1", "libbar2"}));
+}
+
+TEST(Dockerfile, RuntimeStageInstallsExactlyThePackagesOfTheControllersLibraries) {
+  const std::filesystem::path binary =
+      std::filesystem::path(DEPL_BINARY_DIR) / "bin" / "depl-controller";
+  if (!std::filesystem::exists(binary))
+    GTEST_SKIP() << binary << " is not built (cmake --build <build> --target depl-controller)";
+  if (!run("command -v ldd").second || !run("command -v dpkg").second)
+    GTEST_SKIP() << "ldd or dpkg is not installed";
+
+  const auto [ldd, ldd_ok] = run("ldd " + binary.string());
+  ASSERT_TRUE(ldd_ok) << "ldd failed on " << binary;
+  std::set<std::string> needed;
+  std::istringstream lines(ldd);
+  for (std::string line; std::getline(lines, line);) {
+    // "\tlibssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x...)" or
+    // "\t/lib64/ld-linux-x86-64.so.2 (0x...)"
+    std::istringstream words(line);
+    std::string first, arrow, path;
+    words >> first >> arrow >> path;
+    std::string library = arrow == "=>" ? path : first;
+    if (!library.starts_with("/")) continue;  // linux-vdso.so.1 has no file
+    auto [owner, found] = run("dpkg -S " + library);
+    if (!found) {
+      // Merged /usr: dpkg may record the file under the other spelling of the directory.
+      const std::string real = std::filesystem::canonical(library).string();
+      std::tie(owner, found) = run("dpkg -S " + real);
+      if (!found && library.starts_with("/lib"))
+        std::tie(owner, found) = run("dpkg -S /usr" + library);
+      if (!found && library.starts_with("/usr/lib"))
+        std::tie(owner, found) = run("dpkg -S " + library.substr(4));
+    }
+    ASSERT_TRUE(found) << "no Debian package owns " << library;
+    // "libssl3:amd64: /lib/x86_64-linux-gnu/libssl.so.3"
+    std::string package = owner.substr(0, owner.find(':'));
+    needed.insert(package);
+  }
+  ASSERT_FALSE(needed.empty());
+  auto dockerfile = read_text(kRepo / "Dockerfile");
+  ASSERT_TRUE(dockerfile) << dockerfile.error().message;
+  std::string listed;
+  for (const auto& p : needed) listed += " " + p;
+  EXPECT_EQ(runtime_packages(*dockerfile), needed)
+      << "the runtime stage's apt-get install should list exactly:" << listed;
+}
+
+TEST(Dockerfile, RunsAsNonRootWithTheControllerAsEntrypoint) {
+  auto dockerfile = read_text(kRepo / "Dockerfile");
+  ASSERT_TRUE(dockerfile) << dockerfile.error().message;
+  EXPECT_THAT(*dockerfile, ::testing::HasSubstr("FROM debian:bookworm AS build"));
+  EXPECT_THAT(*dockerfile, ::testing::HasSubstr("\nFROM debian:bookworm-slim"));
+  EXPECT_THAT(*dockerfile, ::testing::HasSubstr("\nUSER 65532:65532\n"));
+  EXPECT_THAT(*dockerfile, ::testing::HasSubstr("ENTRYPOINT [\"/usr/local/bin/depl-controller\"]"));
+  EXPECT_THAT(*dockerfile, ::testing::HasSubstr("make deps"));
+}
+
+}  // namespace
+}  // namespace depl::packaging

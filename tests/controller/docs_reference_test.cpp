@@ -1,0 +1,59 @@
+// docs/reference.md is generated from the CRD (tests/controller/packaging/crd_reference.hpp);
+// these tests fail when it is stale and check that the generator covers every schema field.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "packaging/chart_files.hpp"
+#include "packaging/crd_reference.hpp"
+
+namespace depl::packaging {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kCrdPath = "crds/depl.dev_dependabletrainingjobs.yaml";
+
+std::string generated() {
+  auto crd = read_yaml(kRepo / kCrdPath);
+  if (!crd) {
+    ADD_FAILURE() << crd.error().message;
+    return "";
+  }
+  return crd_reference_markdown(*crd, kCrdPath);
+}
+
+TEST(CrdReference, DocsReferenceIsUpToDate) {
+  auto checked_in = read_text(kRepo / "docs" / "reference.md");
+  ASSERT_TRUE(checked_in) << checked_in.error().message;
+  EXPECT_TRUE(*checked_in == generated())
+      << "docs/reference.md is stale: DEPL_UPDATE_DOCS=1 build/tests/controller_tests "
+         "--gtest_filter=CrdReference.Regenerate";
+}
+
+TEST(CrdReference, ListsEveryFieldWithItsBoundsAndDefaults) {
+  const std::string md = generated();
+  EXPECT_THAT(md,
+              HasSubstr("| `spec.target.probability` | number |  | `0.9` | >= 0.5, <= 0.9999 |"));
+  EXPECT_THAT(md, HasSubstr("| `spec.target.loss` | number | yes |  | > 0 |"));
+  EXPECT_THAT(
+      md, HasSubstr("| `spec.models[].lossProfile.decayPerEpoch` | number | yes |  | > 0, < 1 |"));
+  EXPECT_THAT(
+      md,
+      HasSubstr("| `spec.replan` | string |  | `OnDeviation` | one of `OnDeviation`, `Never` |"));
+  EXPECT_THAT(md, HasSubstr("| `spec.datasets[].sizeBytes` | quantity (integer or string) |"));
+  EXPECT_THAT(md, HasSubstr("| `spec.podTemplate.nodeSelector` | map of string |"));
+  EXPECT_THAT(md, HasSubstr("| P(target) | number | `.status.plan.predicted.probability` |"));
+  EXPECT_THAT(md, HasSubstr("| Short names | `dtj` |"));
+}
+
+TEST(CrdReference, Regenerate) {
+  if (std::getenv("DEPL_UPDATE_DOCS") == nullptr) GTEST_SKIP() << "set DEPL_UPDATE_DOCS=1";
+  std::ofstream(kRepo / "docs" / "reference.md") << generated();
+}
+
+}  // namespace
+}  // namespace depl::packaging
