@@ -16,5 +16,7 @@ inline constexpr int kExitInfeasible = 3;  // plan: no plan meets the constraint
 // Each adds a subcommand to `app`; the subcommand's callback stores its exit code in `exit_code`.
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);
+void add_dev_cluster_command(CLI::App& app, int& exit_code);
+void add_demo_command(CLI::App& app, int& exit_code);
 
 }  // namespace depl::cli

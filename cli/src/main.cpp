@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   int exit_code = depl::cli::kExitOk;
   depl::cli::add_plan_command(app, exit_code);
   depl::cli::add_simulate_command(app, exit_code);
+  depl::cli::add_dev_cluster_command(app, exit_code);
+  depl::cli::add_demo_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

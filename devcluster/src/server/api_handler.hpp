@@ -1,0 +1,91 @@
+// Turns HTTP requests into ApiStore operations and their results into HTTP responses: routing,
+// query parameters, content negotiation (JSON or meta.k8s.io/v1 Table), watch streams,
+// discovery and OpenAPI documents, pod logs, bearer-token authentication and the request-level
+// fault injection (fail the next N requests, answer 503 for a while).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/devcluster/api_store.hpp"
+#include "server/api_path.hpp"
+#include "server/http_types.hpp"
+#include "server/timer_thread.hpp"
+
+namespace depl::devcluster {
+
+// What `kubectl logs` asks for (pods/<name>/log query parameters).
+struct PodLogQuery {
+  std::string container;  // "" = the only container
+  bool follow = false;
+  bool previous = false;
+  std::optional<long> tail_lines;
+  std::optional<long> limit_bytes;
+};
+
+// Where container output comes from (the kubelet). `pod` is the stored Pod object.
+class PodLogSource {
+ public:
+  virtual ~PodLogSource() = default;
+  // The captured output, or an error result (400 for a bad container name).
+  virtual Expected<std::string, ApiResult> read_log(const nlohmann::json& pod,
+                                                    const PodLogQuery& query) = 0;
+  // Streams the output so far and then new output until the container stops or `out` closes.
+  virtual void follow_log(const nlohmann::json& pod, const PodLogQuery& query,
+                          std::shared_ptr<ChunkWriter> out) = 0;
+};
+
+struct ApiHandlerOptions {
+  std::string bearer_token;  // required on every API request when not empty
+  std::chrono::milliseconds bookmark_interval = std::chrono::seconds(60);
+  std::string git_version = "v1.32.0-depl";
+};
+
+class ApiHandler {
+ public:
+  ApiHandler(ApiStore& store, ApiHandlerOptions options);
+  ~ApiHandler();  // ends open watches
+  ApiHandler(const ApiHandler&) = delete;
+  ApiHandler& operator=(const ApiHandler&) = delete;
+
+  HandlerResult handle(HttpRequest& request);
+
+  // "127.0.0.1:PORT", advertised in /api.
+  void set_server_address(std::string address);
+  void set_log_source(PodLogSource* source);
+
+  // Fault injection: the next `count` resource requests (not discovery, OpenAPI or health)
+  // answer `code` (409, 429 with Retry-After: 1, 500, ...) without touching the store.
+  void fail_next_requests(int count, int code);
+  // Every request answers 503 (Retry-After: 1) until `duration` has passed.
+  void answer_unavailable_for(std::chrono::milliseconds duration);
+
+ private:
+  HandlerResult handle_resource(HttpRequest& request, const ApiPath& path);
+  HandlerResult handle_watch(HttpRequest& request, const ResourceType& type,
+                             const ResourceRef& ref);
+  HandlerResult handle_log(HttpRequest& request, const ResourceRef& ref);
+  HttpResponse respond(const ApiResult& result, const HttpRequest& request,
+                       const ResourceType* table_type);
+  nlohmann::json cached_openapi_index();
+
+  ApiStore& store_;
+  ApiHandlerOptions options_;
+  std::mutex mutex_;
+  std::string server_address_ = "127.0.0.1:0";
+  PodLogSource* log_source_ = nullptr;
+  int fail_count_ = 0;
+  int fail_code_ = 500;
+  std::chrono::steady_clock::time_point unavailable_until_{};
+  std::uint64_t openapi_generation_ = ~0ull;
+  nlohmann::json openapi_index_;
+  std::shared_ptr<std::function<void()>> bookmark_tick_;
+  // Last member: destroyed first, so no timer callback runs while other members go away.
+  TimerThread timers_;
+};
+
+}  // namespace depl::devcluster

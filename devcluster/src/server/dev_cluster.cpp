@@ -1,0 +1,351 @@
+#include "depl/devcluster/dev_cluster.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+
+#include "depl/common/pki.hpp"
+#include "depl/common/yaml_json.hpp"
+#include "server/api_handler.hpp"
+#include "server/http_server.hpp"
+#include "server/timer_thread.hpp"
+#include "sim/kubelet.hpp"
+#include "sim/node_pools.hpp"
+#include "sim/scheduler.hpp"
+#include "sim/time_format.hpp"
+
+namespace depl::devcluster {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string base64(const std::string& in) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  const auto* data = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  for (size_t i = 0; i < n; i += 3) {
+    std::uint32_t chunk = static_cast<std::uint32_t>(data[i]) << 16;
+    if (i + 1 < n) chunk |= static_cast<std::uint32_t>(data[i + 1]) << 8;
+    if (i + 2 < n) chunk |= data[i + 2];
+    out.push_back(alphabet[(chunk >> 18) & 63]);
+    out.push_back(alphabet[(chunk >> 12) & 63]);
+    out.push_back(i + 1 < n ? alphabet[(chunk >> 6) & 63] : '=');
+    out.push_back(i + 2 < n ? alphabet[chunk & 63] : '=');
+  }
+  return out;
+}
+
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) token.push_back(hex[device() % 16]);
+  return token;
+}
+
+Expected<std::string> make_temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "depl-devcluster-XXXXXX").string();
+  if (!mkdtemp(pattern.data()))
+    return error("cannot create a temporary directory for the dev cluster");
+  return pattern;
+}
+
+}  // namespace
+
+struct DevCluster::Impl {
+  DevClusterOptions options;
+  std::string work_dir;
+  bool remove_work_dir = false;
+  std::string kubeconfig;
+  std::string token;
+  std::string ca_pem;
+  std::unique_ptr<ApiStore> store;
+  std::unique_ptr<ApiHandler> handler;
+  std::unique_ptr<Kubelet> kubelet;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<TimerThread> timers;
+  std::mutex mutex;
+  bool stopped = false;
+
+  Expected<void> write_kubeconfig() {
+    json cluster = {{"server", url()}};
+    json user = json::object();
+    if (options.tls) {
+      cluster["certificate-authority-data"] = base64(ca_pem);
+      user["token"] = token;
+    }
+    json config = {
+        {"apiVersion", "v1"},
+        {"kind", "Config"},
+        {"clusters", json::array({{{"name", "depl-dev"}, {"cluster", cluster}}})},
+        {"contexts",
+         json::array(
+             {{{"name", "depl-dev"},
+               {"context",
+                {{"cluster", "depl-dev"}, {"user", "depl-dev"}, {"namespace", "default"}}}}})},
+        {"current-context", "depl-dev"},
+        {"users", json::array({{{"name", "depl-dev"}, {"user", user}}})},
+        {"preferences", json::object()}};
+    std::error_code ec;
+    if (fs::path(kubeconfig).has_parent_path()) {
+      fs::create_directories(fs::path(kubeconfig).parent_path(), ec);
+    }
+    std::ofstream out(kubeconfig, std::ios::trunc);
+    if (!out) return error("cannot write the kubeconfig to " + kubeconfig);
+    out << json_to_yaml(config);
+    out.close();
+    fs::permissions(kubeconfig, fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace, ec);
+    return {};
+  }
+
+  std::string url() const {
+    return std::string(options.tls ? "https" : "http") +
+           "://127.0.0.1:" + std::to_string(server ? server->port() : 0);
+  }
+
+  Expected<void> create_nodes() {
+    std::vector<NodePool> pools;
+    if (!options.pools_yaml.empty()) {
+      auto doc = yaml_to_json(options.pools_yaml, "pools");
+      if (!doc) return unexpected(doc.error());
+      auto parsed = parse_node_pools(*doc);
+      if (!parsed) return unexpected(parsed.error());
+      pools = std::move(*parsed);
+    } else if (!options.pools_file.empty()) {
+      auto parsed = read_node_pools_file(options.pools_file);
+      if (!parsed) return unexpected(parsed.error());
+      pools = std::move(*parsed);
+    }
+    WriteOptions write;
+    write.field_manager = "depl-kubelet";
+    for (auto& node : node_objects(pools, rfc3339_now())) {
+      const std::string name = node["metadata"]["name"];
+      json status = node["status"];
+      auto created = store->create(ResourceRef{"", "v1", "nodes", "", "", ""}, node, write);
+      if (!created.ok()) {
+        return error("cannot create node " + name + ": " + created.body.value("message", ""));
+      }
+      // Written again through /status in case creation drops the status (as for most kinds).
+      auto patched = store->patch(ResourceRef{"", "v1", "nodes", "", name, "status"},
+                                  PatchType::Merge, json{{"status", status}}.dump(), write);
+      if (!patched.ok()) {
+        return error("cannot set the status of node " + name + ": " +
+                     patched.body.value("message", ""));
+      }
+    }
+    return {};
+  }
+
+  void stop() {
+    std::unique_lock lock(mutex);
+    if (stopped) return;
+    stopped = true;
+    lock.unlock();
+    timers.reset();
+    if (server) server->stop();
+    if (handler) handler->set_log_source(nullptr);
+    kubelet.reset();
+    scheduler.reset();
+    if (store) store->close_all_watches();
+    server.reset();
+    handler.reset();
+    if (remove_work_dir) {
+      std::error_code ec;
+      fs::remove_all(work_dir, ec);
+    }
+  }
+};
+
+DevCluster::DevCluster(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DevCluster::~DevCluster() {
+  stop();
+}
+
+Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  auto& o = impl->options;
+  if (o.work_dir.empty()) {
+    auto dir = make_temp_dir();
+    if (!dir) return unexpected(dir.error());
+    impl->work_dir = *dir;
+    impl->remove_work_dir = true;
+  } else {
+    impl->work_dir = o.work_dir;
+    std::error_code ec;
+    fs::create_directories(impl->work_dir, ec);
+    if (ec) return error("cannot create the work directory " + o.work_dir + ": " + ec.message());
+  }
+  impl->kubeconfig = o.kubeconfig_path.empty() ? (fs::path(impl->work_dir) / "kubeconfig").string()
+                                               : o.kubeconfig_path;
+
+  StoreOptions store_options;
+  store_options.history_window = o.watch_history_window;
+  store_options.graceful_pod_deletion = o.run_kubelet;
+  impl->store = std::make_unique<ApiStore>(store_options);
+  if (auto nodes = impl->create_nodes(); !nodes) return unexpected(nodes.error());
+
+  HttpServerOptions server_options;
+  server_options.port = o.port;
+  server_options.threads = o.server_threads;
+  ApiHandlerOptions handler_options;
+  handler_options.bookmark_interval = o.bookmark_interval;
+  if (o.tls) {
+    auto ca = pki::generate_ca("depl-devcluster-ca");
+    if (!ca) return error("cannot generate the dev cluster CA: " + ca.error().message);
+    auto serving = pki::issue_certificate(*ca, pki::localhost_server_spec());
+    if (!serving) {
+      return error("cannot generate the serving certificate: " + serving.error().message);
+    }
+    impl->ca_pem = ca->certificate_pem;
+    impl->token = random_token();
+    server_options.tls_cert_pem = serving->certificate_pem;
+    server_options.tls_key_pem = serving->private_key_pem;
+    handler_options.bearer_token = impl->token;
+  }
+  impl->handler = std::make_unique<ApiHandler>(*impl->store, handler_options);
+  if (o.run_kubelet) {
+    KubeletOptions kubelet_options;
+    kubelet_options.image_map = o.image_map;
+    kubelet_options.simulated_run_time = o.simulated_pod_duration;
+    kubelet_options.restart_backoff = o.restart_backoff;
+    kubelet_options.work_dir = (fs::path(impl->work_dir) / "pods").string();
+    impl->kubelet = std::make_unique<Kubelet>(*impl->store, kubelet_options);
+    impl->handler->set_log_source(impl->kubelet.get());
+  }
+  if (o.run_scheduler) impl->scheduler = std::make_unique<Scheduler>(*impl->store);
+  ApiHandler* handler = impl->handler.get();
+  auto server = HttpServer::start(
+      server_options, [handler](HttpRequest& request) { return handler->handle(request); });
+  if (!server) return unexpected(server.error());
+  impl->server = std::move(*server);
+  impl->handler->set_server_address("127.0.0.1:" + std::to_string(impl->server->port()));
+  impl->timers = std::make_unique<TimerThread>();
+  if (auto written = impl->write_kubeconfig(); !written) return unexpected(written.error());
+  spdlog::info("event=devcluster_started url={} kubeconfig={}", impl->url(), impl->kubeconfig);
+  return std::unique_ptr<DevCluster>(new DevCluster(std::move(impl)));
+}
+
+std::string DevCluster::url() const {
+  return impl_->url();
+}
+std::uint16_t DevCluster::port() const {
+  return impl_->server ? impl_->server->port() : 0;
+}
+std::string DevCluster::kubeconfig_path() const {
+  return impl_->kubeconfig;
+}
+std::string DevCluster::bearer_token() const {
+  return impl_->token;
+}
+std::string DevCluster::ca_certificate_pem() const {
+  return impl_->ca_pem;
+}
+ApiStore& DevCluster::store() {
+  return *impl_->store;
+}
+void DevCluster::stop() {
+  impl_->stop();
+}
+
+void DevCluster::drop_watches() {
+  impl_->store->close_all_watches();
+  if (impl_->server) impl_->server->drop_streams();
+}
+
+void DevCluster::compact_history() {
+  impl_->store->compact();
+}
+
+void DevCluster::fail_next_requests(int count, int code) {
+  if (impl_->handler) impl_->handler->fail_next_requests(count, code);
+}
+
+void DevCluster::make_unavailable(std::chrono::milliseconds duration, Outage how) {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->stopped) return;
+  if (how == Outage::ServiceUnavailable) {
+    impl_->handler->answer_unavailable_for(duration);
+    return;
+  }
+  impl_->server->refuse_connections();
+  Impl* impl = impl_.get();
+  impl_->timers->schedule_after(duration, [impl] {
+    std::lock_guard lock(impl->mutex);
+    if (impl->stopped || !impl->server) return;
+    if (auto resumed = impl->server->resume(); !resumed) {
+      spdlog::error("event=devcluster_resume_failed error=\"{}\"", resumed.error().message);
+    }
+  });
+}
+
+Expected<void> DevCluster::set_node_ready(const std::string& node, bool ready) {
+  auto current = impl_->store->get(ResourceRef{"", "v1", "nodes", "", node, ""});
+  if (!current.ok()) return error("node " + node + " not found");
+  const std::string now = rfc3339_now();
+  json conditions = json::array();
+  const json& status = current.body.contains("status") ? current.body["status"] : json();
+  if (status.is_object() && status.contains("conditions") && status["conditions"].is_array()) {
+    for (const auto& c : status["conditions"]) {
+      if (c.value("type", "") != "Ready") conditions.push_back(c);
+    }
+  }
+  conditions.push_back(ready ? json{{"type", "Ready"},
+                                    {"status", "True"},
+                                    {"reason", "KubeletReady"},
+                                    {"message", "kubelet is posting ready status"},
+                                    {"lastHeartbeatTime", now},
+                                    {"lastTransitionTime", now}}
+                             : json{{"type", "Ready"},
+                                    {"status", "Unknown"},
+                                    {"reason", "NodeStatusUnknown"},
+                                    {"message", "Kubelet stopped posting node status."},
+                                    {"lastHeartbeatTime", now},
+                                    {"lastTransitionTime", now}});
+  WriteOptions write;
+  write.field_manager = "depl-node-controller";
+  auto patched =
+      impl_->store->patch(ResourceRef{"", "v1", "nodes", "", node, "status"}, PatchType::Merge,
+                          json{{"status", {{"conditions", conditions}}}}.dump(), write);
+  if (!patched.ok()) return error("cannot update node " + node + ": " + patched.body.dump());
+  // The node controller's taints: nothing new lands on an unreachable node.
+  json taints = json::array();
+  const json& spec = current.body.contains("spec") ? current.body["spec"] : json();
+  if (spec.is_object() && spec.contains("taints") && spec["taints"].is_array()) {
+    for (const auto& t : spec["taints"]) {
+      if (t.value("key", "") != "node.kubernetes.io/unreachable") taints.push_back(t);
+    }
+  }
+  if (!ready) {
+    taints.push_back({{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}});
+    taints.push_back(
+        {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}, {"timeAdded", now}});
+  }
+  auto tainted = impl_->store->patch(ResourceRef{"", "v1", "nodes", "", node, ""}, PatchType::Merge,
+                                     json{{"spec", {{"taints", taints}}}}.dump(), write);
+  if (!tainted.ok()) return error("cannot taint node " + node + ": " + tainted.body.dump());
+  return {};
+}
+
+Expected<void> DevCluster::delete_node(const std::string& node) {
+  auto removed =
+      impl_->store->remove(ResourceRef{"", "v1", "nodes", "", node, ""}, DeleteOptions{});
+  if (!removed.ok()) return error("cannot delete node " + node + ": " + removed.body.dump());
+  return {};
+}
+
+int DevCluster::container_pid(const std::string& ns, const std::string& pod,
+                              const std::string& container) {
+  return impl_->kubelet ? impl_->kubelet->container_pid(ns, pod, container) : 0;
+}
+
+}  // namespace depl::devcluster

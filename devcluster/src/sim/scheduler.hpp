@@ -1,0 +1,26 @@
+// The simulated cluster's scheduler: a loop that binds pending pods (no spec.nodeName) to nodes
+// chosen by choose_node, or marks them PodScheduled=False/Unschedulable with the reason; it
+// retries whenever a pod or node changes. Writes go through the ApiStore like any client's.
+#pragma once
+
+#include <memory>
+#include <thread>
+
+#include "depl/devcluster/api_store.hpp"
+
+namespace depl::devcluster {
+
+class Scheduler {
+ public:
+  explicit Scheduler(ApiStore& store);
+  ~Scheduler();  // stops the loop
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+ private:
+  struct Loop;
+  std::unique_ptr<Loop> loop_;
+  std::jthread thread_;
+};
+
+}  // namespace depl::devcluster

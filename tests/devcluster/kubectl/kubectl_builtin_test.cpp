@@ -1,0 +1,187 @@
+// kubectl against the dev cluster, built-in resources: nodes from the pools file, pods run by the
+// kubelet (logs), garbage collection of dependents, Deployments and RBAC objects.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kubectl_fixture.hpp"
+
+namespace depl::devcluster::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST_F(KubectlTest, ListsNodesByPoolLabel) {
+  auto all = kubectl({"get", "nodes"});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_THAT(all.output, HasSubstr("a100-0"));
+  EXPECT_THAT(all.output, HasSubstr("t4-0"));
+  EXPECT_THAT(all.output, HasSubstr("Ready"));
+  auto a100 = kubectl({"get", "nodes", "-l", "depl.dev/pool=a100", "-o", "name"});
+  ASSERT_EQ(a100.exit_code, 0) << a100.output;
+  EXPECT_EQ(a100.output, "node/a100-0\nnode/a100-1\n");
+}
+
+TEST_F(KubectlTest, DescribesANode) {
+  auto described = kubectl({"describe", "node", "a100-1"});
+  ASSERT_EQ(described.exit_code, 0) << described.output;
+  EXPECT_THAT(described.output, HasSubstr("Name:               a100-1"));
+  EXPECT_THAT(described.output, HasSubstr("depl.dev/pool=a100"));
+  EXPECT_THAT(described.output, HasSubstr("nvidia.com/gpu:"));
+  EXPECT_THAT(described.output, HasSubstr("depl.dev/gpu-gflops: 19500"));
+}
+
+TEST_F(KubectlTest, ShowsTheLogsOfAPodRunAsALocalProcess) {
+  constexpr const char* kPod = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: hello
+spec:
+  restartPolicy: Never
+  containers:
+    - name: main
+      image: busybox
+      command: [sh, -c, 'echo "hello from $(POD_NAME) on $NODE"']
+      env:
+        - name: POD_NAME
+          valueFrom: {fieldRef: {fieldPath: metadata.name}}
+        - name: NODE
+          valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+      resources:
+        requests: {cpu: 100m, nvidia.com/gpu: "1"}
+        limits: {nvidia.com/gpu: "1"}
+)";
+  auto applied = kubectl({"apply", "-f", "-"}, kPod);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  auto done =
+      kubectl({"wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/hello", "--timeout=30s"});
+  ASSERT_EQ(done.exit_code, 0) << done.output
+                               << kubectl({"get", "pod", "hello", "-o", "yaml"}).output;
+  auto node = kubectl({"get", "pod", "hello", "-o", "jsonpath={.spec.nodeName}"});
+  auto logs = kubectl({"logs", "hello"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_EQ(logs.output, "hello from hello on " + node.output + "\n");
+  auto ip = kubectl({"get", "pod", "hello", "-o", "jsonpath={.status.podIP}"});
+  EXPECT_THAT(ip.output, HasSubstr("127.0."));
+  auto pods = kubectl({"get", "pods"});
+  EXPECT_THAT(pods.output, HasSubstr("Completed"));
+}
+
+TEST_F(KubectlTest, DeletingAnOwnerCollectsItsDependents) {
+  // (kubectl's imperative `create configmap` sends protobuf, which the dev cluster does not read.)
+  auto owner =
+      kubectl({"apply", "-f", "-"},
+              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owner\ndata:\n  a: b\n");
+  ASSERT_EQ(owner.exit_code, 0) << owner.output;
+  auto uid = kubectl({"get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"});
+  ASSERT_EQ(uid.exit_code, 0);
+  const std::string dependent = R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dependent
+  ownerReferences:
+    - apiVersion: v1
+      kind: ConfigMap
+      name: owner
+      uid: )" + uid.output + R"(
+data:
+  x: y
+)";
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, dependent).exit_code, 0);
+  auto deleted = kubectl({"delete", "configmap", "owner"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  auto gone = kubectl({"wait", "--for=delete", "configmap/dependent", "--timeout=20s"});
+  EXPECT_EQ(gone.exit_code, 0) << gone.output;
+}
+
+TEST_F(KubectlTest, AppliesADeploymentAndRbacObjects) {
+  constexpr const char* kObjects = R"(apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: operator
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: depl-operator
+rules:
+  - apiGroups: [depl.dev]
+    resources: [dependabletrainingjobs, dependabletrainingjobs/status]
+    verbs: [get, list, watch, update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: depl-operator
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: depl-operator
+subjects:
+  - kind: ServiceAccount
+    name: operator
+    namespace: default
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: leases
+rules:
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: leases
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leases}
+subjects: [{kind: ServiceAccount, name: operator, namespace: default}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: operator
+  labels: {app: operator}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: operator}
+  template:
+    metadata:
+      labels: {app: operator}
+    spec:
+      serviceAccountName: operator
+      containers:
+        - name: manager
+          image: depl-controller:latest
+          args: [--leader-elect]
+          env:
+            - {name: A, value: "1"}
+          ports:
+            - {containerPort: 8080, name: metrics}
+)";
+  auto applied = kubectl({"apply", "-f", "-"}, kObjects);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  EXPECT_THAT(applied.output, HasSubstr("deployment.apps/operator created"));
+  EXPECT_THAT(applied.output,
+              HasSubstr("clusterrolebinding.rbac.authorization.k8s.io/depl-operator created"));
+  auto again = kubectl({"apply", "-f", "-"}, kObjects);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("deployment.apps/operator unchanged"));
+  EXPECT_THAT(again.output, Not(HasSubstr("warning")));
+  std::string changed = kObjects;
+  changed.replace(changed.find(R"(value: "1")"), 10, R"(value: "2")");
+  auto configured = kubectl({"apply", "-f", "-"}, changed);
+  ASSERT_EQ(configured.exit_code, 0) << configured.output;
+  EXPECT_THAT(configured.output, HasSubstr("deployment.apps/operator configured"));
+  auto env = kubectl({"get", "deployment", "operator", "-o",
+                      "jsonpath={.spec.template.spec.containers[0].env[0].value}"});
+  EXPECT_EQ(env.output, "2");
+  auto listed = kubectl({"get", "deployments,roles,rolebindings,serviceaccounts"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr("operator"));
+}
+
+}  // namespace
+}  // namespace depl::devcluster::testing
