@@ -720,6 +720,10 @@ struct Kubelet::Impl {
   }
 
   void write_status(PodRun& run) {
+    // No status writes while terminating: the store treats any update of an object that has a
+    // deletionTimestamp and no finalizers as its final deletion, which would cut the grace
+    // period short.
+    if (run.terminating) return;
     const std::string ph = phase(run);
     bool all_running = !run.containers.empty();
     json statuses = json::array();

@@ -1,11 +1,12 @@
 #include "test_http.hpp"
 
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange
+
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
-#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange
 
 namespace depl::devcluster::testing {
 

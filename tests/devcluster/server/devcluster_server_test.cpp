@@ -1,0 +1,289 @@
+// The dev cluster without kubectl: HTTP routing, discovery, OpenAPI, watches (timeout, 410),
+// fault injection, the scheduler and the kubelet, through a real socket or the store.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "depl/devcluster/dev_cluster.hpp"
+#include "test_http.hpp"
+
+namespace depl::devcluster::testing {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr const char* kPools = R"(pools:
+  - {name: a100, gpuType: A100, nodes: 2, gpusPerNode: 8, gpuGflops: 19500, pricePerGpuHour: 2.9}
+  - {name: t4, gpuType: T4, gpus: 4, gpusPerNode: 4, gpuGflops: 8100, pricePerGpuHour: 0.35}
+)";
+
+// Polls `ready` until it holds or `timeout` passes (the cluster's loops run on their own
+// threads; this waits for their effect, it does not stand in for synchronisation).
+template <typename F>
+bool eventually(F ready, std::chrono::seconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
+
+class DevClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DevClusterOptions options;
+    options.pools_yaml = kPools;
+    options.image_map["busybox"] = "/bin/sh";
+    options.simulated_pod_duration = std::chrono::milliseconds(200);
+    options.restart_backoff = std::chrono::milliseconds(50);
+    auto started = DevCluster::start(options);
+    ASSERT_TRUE(started) << started.error().message;
+    cluster_ = std::move(*started);
+  }
+
+  ApiStore& store() { return cluster_->store(); }
+  std::uint16_t port() { return cluster_->port(); }
+
+  json pod(const std::string& name) {
+    return store().get(ResourceRef{"", "v1", "pods", "default", name, ""}).body;
+  }
+  void create_pod(const json& spec, const std::string& name) {
+    json object = {{"apiVersion", "v1"},
+                   {"kind", "Pod"},
+                   {"metadata", {{"name", name}, {"namespace", "default"}}},
+                   {"spec", spec}};
+    auto r = store().create(ResourceRef{"", "v1", "pods", "default", "", ""}, object);
+    ASSERT_TRUE(r.ok()) << r.body.dump();
+  }
+  static json shell_container(const std::string& script) {
+    return {{"name", "main"}, {"image", "busybox"}, {"command", {"sh", "-c", script}}};
+  }
+  std::string phase(const std::string& name) {
+    const json p = pod(name);
+    return p.contains("status") ? p["status"].value("phase", "") : "";
+  }
+
+  std::unique_ptr<DevCluster> cluster_;
+};
+
+TEST_F(DevClusterTest, ServesVersionDiscoveryAndOpenApi) {
+  auto version = http_request(port(), "GET", "/version");
+  ASSERT_EQ(version.status, 200) << version.body;
+  EXPECT_EQ(json::parse(version.body)["major"], "1");
+  auto core = json::parse(http_request(port(), "GET", "/api/v1").body);
+  std::vector<std::string> names;
+  for (const auto& r : core["resources"]) names.push_back(r["name"]);
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"pods", "pods/status", "pods/log", "nodes",
+                                              "namespaces", "configmaps", "secrets"}));
+  auto groups = http_request(port(), "GET", "/apis");
+  EXPECT_THAT(groups.body, HasSubstr("\"apps\""));
+  EXPECT_THAT(groups.body, HasSubstr("apiextensions.k8s.io"));
+  auto index = json::parse(http_request(port(), "GET", "/openapi/v3").body);
+  ASSERT_TRUE(index["paths"].contains("api/v1"));
+  const std::string doc_url = index["paths"]["api/v1"]["serverRelativeURL"];
+  auto doc = json::parse(http_request(port(), "GET", doc_url).body);
+  const json& patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
+  EXPECT_EQ(patch["x-kubernetes-group-version-kind"]["kind"], "Pod");
+  bool field_validation = false;
+  for (const auto& p : patch["parameters"]) field_validation |= p["name"] == "fieldValidation";
+  EXPECT_TRUE(field_validation);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/nosuchthings").status, 404);
+  EXPECT_EQ(http_request(port(), "GET", "/healthz").body, "ok");
+}
+
+TEST_F(DevClusterTest, WatchStreamsEventsAndHonoursTimeoutSeconds) {
+  TestStream watch(port(), "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1");
+  ASSERT_EQ(watch.status(), 200);
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c1"}}}};
+  ASSERT_TRUE(store().create(ResourceRef{"", "v1", "configmaps", "default", "", ""}, cm).ok());
+  auto line = watch.next_line(std::chrono::seconds(10));
+  ASSERT_TRUE(line);
+  auto event = json::parse(*line);
+  EXPECT_EQ(event["type"], "ADDED");
+  EXPECT_EQ(event["object"]["metadata"]["name"], "c1");
+  // timeoutSeconds=1 ends the response.
+  EXPECT_FALSE(watch.next_line(std::chrono::seconds(10)));
+  EXPECT_TRUE(watch.ended());
+}
+
+TEST_F(DevClusterTest, CompactedHistoryGivesAnError410Event) {
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c1"}}}};
+  auto created = store().create(ResourceRef{"", "v1", "configmaps", "default", "", ""}, cm);
+  ASSERT_TRUE(created.ok());
+  const std::string rv = created.body["metadata"]["resourceVersion"];
+  cm["metadata"]["name"] = "c2";
+  ASSERT_TRUE(store().create(ResourceRef{"", "v1", "configmaps", "default", "", ""}, cm).ok());
+  cluster_->compact_history();
+  TestStream watch(port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  auto line = watch.next_line(std::chrono::seconds(10));
+  ASSERT_TRUE(line);
+  auto event = json::parse(*line);
+  EXPECT_EQ(event["type"], "ERROR");
+  EXPECT_EQ(event["object"]["code"], 410);
+}
+
+TEST_F(DevClusterTest, DroppedWatchesEnd) {
+  TestStream watch(port(), "/api/v1/pods?watch=1");
+  ASSERT_EQ(watch.status(), 200);
+  cluster_->drop_watches();
+  EXPECT_FALSE(watch.next_line(std::chrono::seconds(10)));
+  EXPECT_TRUE(watch.ended());
+}
+
+TEST_F(DevClusterTest, FailsTheNextRequestsOnDemand) {
+  cluster_->fail_next_requests(2, 429);
+  auto first = http_request(port(), "GET", "/api/v1/namespaces");
+  EXPECT_EQ(first.status, 429);
+  EXPECT_EQ(first.headers["retry-after"], "1");
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces").status, 429);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces").status, 200);
+  cluster_->fail_next_requests(1, 409);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/nodes").status, 409);
+  cluster_->fail_next_requests(1, 500);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/nodes").status, 500);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/nodes").status, 200);
+}
+
+TEST_F(DevClusterTest, UnavailableServerRefusesThenComesBack) {
+  cluster_->make_unavailable(std::chrono::milliseconds(500), DevCluster::Outage::Refuse);
+  EXPECT_EQ(http_request(port(), "GET", "/version").status, 0);
+  EXPECT_TRUE(eventually([&] { return http_request(port(), "GET", "/version").status == 200; }));
+  cluster_->make_unavailable(std::chrono::milliseconds(500),
+                             DevCluster::Outage::ServiceUnavailable);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/pods").status, 503);
+  EXPECT_TRUE(
+      eventually([&] { return http_request(port(), "GET", "/api/v1/pods").status == 200; }));
+}
+
+TEST_F(DevClusterTest, SchedulerBindsByResourcesSelectorAndReportsUnschedulable) {
+  json on_t4 = {{"nodeSelector", {{"depl.dev/pool", "t4"}}},
+                {"containers",
+                 {{{"name", "c"},
+                   {"image", "sim"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}};
+  create_pod(on_t4, "small");
+  ASSERT_TRUE(eventually([&] { return pod("small")["spec"].value("nodeName", "") == "t4-0"; }));
+  json too_big = {{"containers",
+                   {{{"name", "c"},
+                     {"image", "sim"},
+                     {"resources", {{"requests", {{"nvidia.com/gpu", "9"}}}}}}}}};
+  create_pod(too_big, "big");
+  ASSERT_TRUE(eventually([&] {
+    const json p = pod("big");
+    if (!p.contains("status") || !p["status"].contains("conditions")) return false;
+    for (const auto& c : p["status"]["conditions"]) {
+      if (c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable") {
+        return c["message"].get<std::string>().find("Insufficient nvidia.com/gpu") !=
+               std::string::npos;
+      }
+    }
+    return false;
+  }));
+  json affinity = {
+      {"affinity",
+       {{"nodeAffinity",
+         {{"requiredDuringSchedulingIgnoredDuringExecution",
+           {{"nodeSelectorTerms",
+             {{{"matchExpressions",
+                {{{"key", "depl.dev/pool"}, {"operator", "NotIn"}, {"values", {"t4"}}}}}}}}}}}}}},
+      {"containers", {{{"name", "c"}, {"image", "sim"}}}}};
+  create_pod(affinity, "not-t4");
+  ASSERT_TRUE(eventually(
+      [&] { return pod("not-t4")["spec"].value("nodeName", "").rfind("a100-", 0) == 0; }));
+}
+
+TEST_F(DevClusterTest, KubeletReportsExitCodesAndRestarts) {
+  create_pod({{"restartPolicy", "Never"}, {"containers", {shell_container("exit 3")}}}, "fails");
+  ASSERT_TRUE(eventually([&] { return phase("fails") == "Failed"; }));
+  const json state = pod("fails")["status"]["containerStatuses"][0]["state"];
+  EXPECT_EQ(state["terminated"]["exitCode"], 3);
+  EXPECT_EQ(state["terminated"]["reason"], "Error");
+
+  create_pod(
+      {{"restartPolicy", "OnFailure"},
+       {"containers", {shell_container("[ -e restarted ] && exit 0; touch restarted; exit 1")}}},
+      "retries");
+  ASSERT_TRUE(eventually([&] { return phase("retries") == "Succeeded"; }));
+  EXPECT_EQ(pod("retries")["status"]["containerStatuses"][0]["restartCount"], 1);
+
+  create_pod({{"restartPolicy", "Never"}, {"containers", {{{"name", "c"}, {"image", "unmapped"}}}}},
+             "simulated");
+  ASSERT_TRUE(eventually([&] { return phase("simulated") == "Succeeded"; }));
+}
+
+TEST_F(DevClusterTest, KubeletResolvesEnvironmentFromSecretsAndConfigMaps) {
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "s"}}},
+                 {"data", {{"token", "c2VjcmV0"}}}};
+  ASSERT_TRUE(store().create(ResourceRef{"", "v1", "secrets", "default", "", ""}, secret).ok());
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", {{"name", "cm"}}},
+             {"data", {{"mode", "fast"}}}};
+  ASSERT_TRUE(store().create(ResourceRef{"", "v1", "configmaps", "default", "", ""}, cm).ok());
+  json container = shell_container("echo $TOKEN $MODE $NS $IP");
+  container["env"] = {
+      {{"name", "TOKEN"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}, {"key", "token"}}}}}},
+      {{"name", "MODE"}, {"valueFrom", {{"configMapKeyRef", {{"name", "cm"}, {"key", "mode"}}}}}},
+      {{"name", "NS"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+      {{"name", "IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}};
+  create_pod({{"restartPolicy", "Never"}, {"containers", {container}}}, "env");
+  ASSERT_TRUE(eventually([&] { return phase("env") == "Succeeded"; }));
+  const std::string ip = pod("env")["status"]["podIP"];
+  auto logs = http_request(port(), "GET", "/api/v1/namespaces/default/pods/env/log");
+  ASSERT_EQ(logs.status, 200) << logs.body;
+  EXPECT_EQ(logs.body, "secret fast default " + ip + "\n");
+}
+
+TEST_F(DevClusterTest, DeletionSendsSigtermThenSigkillAfterTheGracePeriod) {
+  // Handles SIGTERM: gone well before a long grace period.
+  create_pod(
+      {{"terminationGracePeriodSeconds", 30},
+       {"containers",
+        {shell_container("trap 'exit 0' TERM; echo ready; while true; do sleep 0.05; done")}}},
+      "polite");
+  // Ignores SIGTERM: killed once its 1 s grace period is over.
+  create_pod({{"terminationGracePeriodSeconds", 1},
+              {"containers",
+               {shell_container("trap '' TERM; echo ready; while true; do sleep 0.05; done")}}},
+             "stubborn");
+  ASSERT_TRUE(
+      eventually([&] { return phase("polite") == "Running" && phase("stubborn") == "Running"; }));
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* name : {"polite", "stubborn"}) {
+    auto r = store().remove(ResourceRef{"", "v1", "pods", "default", name, ""});
+    ASSERT_TRUE(r.ok()) << r.body.dump();
+  }
+  auto gone = [&](const char* name) {
+    return store().get(ResourceRef{"", "v1", "pods", "default", name, ""}).code == 404;
+  };
+  ASSERT_TRUE(eventually([&] { return gone("polite"); }));
+  EXPECT_FALSE(gone("stubborn"))
+      << "a process ignoring SIGTERM must outlive its grace period start";
+  ASSERT_TRUE(eventually([&] { return gone("stubborn"); }));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+}
+
+TEST_F(DevClusterTest, NotReadyNodeFailsItsPodsAndDeletedNodeRemovesThem) {
+  json spec = {{"nodeSelector", {{"kubernetes.io/hostname", "a100-1"}}},
+               {"containers", {shell_container("while true; do sleep 0.05; done")}}};
+  create_pod(spec, "lost");
+  ASSERT_TRUE(eventually([&] { return phase("lost") == "Running"; }));
+  ASSERT_TRUE(cluster_->set_node_ready("a100-1", false));
+  ASSERT_TRUE(eventually([&] { return phase("lost") == "Failed"; }));
+  EXPECT_EQ(pod("lost")["status"]["reason"], "NodeLost");
+  spec["nodeSelector"]["kubernetes.io/hostname"] = "t4-0";
+  create_pod(spec, "orphan");
+  ASSERT_TRUE(eventually([&] { return phase("orphan") == "Running"; }));
+  ASSERT_TRUE(cluster_->delete_node("t4-0"));
+  ASSERT_TRUE(eventually([&] {
+    return store().get(ResourceRef{"", "v1", "pods", "default", "orphan", ""}).code == 404;
+  }));
+}
+
+}  // namespace
+}  // namespace depl::devcluster::testing
