@@ -34,14 +34,21 @@ EventRecorder::EventRecorder(Client& client, Clock& clock, EventRecorderOptions 
     : client_(client), clock_(clock), options_(std::move(options)) {}
 
 bool EventRecorder::allow_by_spam_filter(const std::string& key, Clock::TimePoint now) {
+  const double refill_seconds =
+      std::max(1e-9, std::chrono::duration<double>(options_.spam_refill_interval).count());
+  if (spam_.size() >= std::max<std::size_t>(1, options_.cache_size) && !spam_.contains(key)) {
+    // Bound the map: a bucket that has refilled completely is the same as no bucket at all.
+    const double full_after = refill_seconds * options_.spam_burst;
+    std::erase_if(spam_, [&](const auto& entry) {
+      return std::chrono::duration<double>(now - entry.second.last).count() >= full_after;
+    });
+  }
   auto [it, inserted] = spam_.try_emplace(key);
   SpamBucket& bucket = it->second;
   if (inserted) {
     bucket.tokens = options_.spam_burst;
     bucket.last = now;
   }
-  const double refill_seconds =
-      std::max(1e-9, std::chrono::duration<double>(options_.spam_refill_interval).count());
   const double elapsed = std::chrono::duration<double>(now - bucket.last).count();
   bucket.tokens = std::min<double>(options_.spam_burst, bucket.tokens + elapsed / refill_seconds);
   bucket.last = now;
