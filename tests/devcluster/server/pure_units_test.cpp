@@ -1,0 +1,102 @@
+// Pure parts of the dev cluster's server side: REST path parsing, version preference, the pools
+// file reader and node objects, and the scheduler's decision function.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "depl/common/yaml_json.hpp"
+#include "server/api_path.hpp"
+#include "server/discovery.hpp"
+#include "sim/node_pools.hpp"
+#include "sim/scheduling.hpp"
+
+namespace depl::devcluster {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+
+TEST(ApiPathTest, ParsesNamespacedClusterScopedWatchAndSubresources) {
+  auto p = parse_api_path("/apis/apps/v1/namespaces/ns1/deployments/web/status");
+  EXPECT_EQ(p.kind, ApiPath::Kind::Resource);
+  EXPECT_EQ(p.ref.group, "apps");
+  EXPECT_EQ(p.ref.ns, "ns1");
+  EXPECT_EQ(p.ref.plural, "deployments");
+  EXPECT_EQ(p.ref.name, "web");
+  EXPECT_EQ(p.ref.subresource, "status");
+  auto ns = parse_api_path("/api/v1/namespaces/ns1");
+  EXPECT_EQ(ns.ref.plural, "namespaces");
+  EXPECT_EQ(ns.ref.name, "ns1");
+  auto ns_status = parse_api_path("/api/v1/namespaces/ns1/status");
+  EXPECT_EQ(ns_status.ref.plural, "namespaces");
+  EXPECT_EQ(ns_status.ref.subresource, "status");
+  auto pods_in_ns = parse_api_path("/api/v1/namespaces/ns1/pods");
+  EXPECT_EQ(pods_in_ns.ref.ns, "ns1");
+  EXPECT_EQ(pods_in_ns.ref.plural, "pods");
+  auto watch = parse_api_path("/api/v1/watch/namespaces/ns1/pods/p");
+  EXPECT_TRUE(watch.legacy_watch);
+  EXPECT_EQ(watch.ref.name, "p");
+  EXPECT_EQ(parse_api_path("/apis/apps/v1").kind, ApiPath::Kind::ResourceList);
+  EXPECT_EQ(parse_api_path("/openapi/v3/apis/apps/v1").openapi_path, "apis/apps/v1");
+  EXPECT_EQ(parse_api_path("/nonsense").kind, ApiPath::Kind::NotFound);
+  EXPECT_EQ(parse_api_path("/api/v1/a/b/c/d").kind, ApiPath::Kind::NotFound);
+}
+
+TEST(DiscoveryTest, PrefersGaThenBetaThenAlpha) {
+  EXPECT_TRUE(version_preferred("v1", "v1beta1"));
+  EXPECT_TRUE(version_preferred("v2", "v1"));
+  EXPECT_TRUE(version_preferred("v1beta2", "v1beta1"));
+  EXPECT_TRUE(version_preferred("v1alpha1", "foo"));
+  EXPECT_FALSE(version_preferred("v1alpha1", "v1beta1"));
+}
+
+TEST(NodePoolsTest, BuildsLabelledNodesFromAPoolsFile) {
+  auto doc = yaml_to_json(R"(pools:
+  - {name: a100, gpuType: A100, gpus: 16, gpusPerNode: 8, gpuGflops: 19500,
+     pricePerGpuHour: 2.9, bandwidthBytesPerSecond: 10G, interPool: {t4: 1G}})");
+  ASSERT_TRUE(doc);
+  auto pools = parse_node_pools(*doc);
+  ASSERT_TRUE(pools) << pools.error().message;
+  auto nodes = node_objects(*pools, "2026-01-01T00:00:00Z");
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1]["metadata"]["name"], "a100-1");
+  EXPECT_EQ(nodes[0]["metadata"]["labels"]["nvidia.com/gpu.product"], "A100");
+  EXPECT_EQ(nodes[0]["metadata"]["annotations"]["depl.dev/bandwidth"], "10000000000");
+  EXPECT_EQ(nodes[0]["metadata"]["annotations"]["depl.dev/inter-pool"], "t4=1000000000");
+  EXPECT_EQ(nodes[0]["status"]["allocatable"]["nvidia.com/gpu"], "8");
+}
+
+TEST(NodePoolsTest, BadPoolsNameTheField) {
+  auto bad = [](const std::string& yaml) {
+    auto doc = yaml_to_json(yaml);
+    auto pools = parse_node_pools(*doc);
+    return pools ? std::string("ok") : pools.error().message;
+  };
+  EXPECT_THAT(bad("pools: [{name: a, gpus: 10, gpusPerNode: 4}]"), HasSubstr("pools[0] (a).gpus"));
+  EXPECT_THAT(bad("pools: [{name: a, nodes: 2, gpusPerNode: -1}]"), HasSubstr("gpusPerNode"));
+  EXPECT_THAT(bad("pools: [{name: a, gpus: 8, gpuGflops: fast}]"), HasSubstr("gpuGflops"));
+  EXPECT_THAT(bad("pools: [{gpus: 8}]"), HasSubstr("pools[0].name"));
+  EXPECT_THAT(bad("nodes: []"), HasSubstr("pools"));
+}
+
+TEST(SchedulingTest, HonoursTaintsAndTolerations) {
+  json node = {
+      {"metadata", {{"name", "n"}, {"labels", {{"pool", "x"}}}}},
+      {"spec", {{"taints", {{{"key", "gpu"}, {"value", "yes"}, {"effect", "NoSchedule"}}}}}},
+      {"status",
+       {{"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "10"}}},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  json pod = {{"spec", {{"containers", {{{"name", "c"}}}}}}};
+  auto refused = choose_node(pod, {node}, {});
+  EXPECT_FALSE(refused.node);
+  EXPECT_THAT(refused.message, HasSubstr("untolerated taint {gpu: yes}"));
+  pod["spec"]["tolerations"] = {{{"key", "gpu"}, {"operator", "Exists"}}};
+  EXPECT_EQ(choose_node(pod, {node}, {}).node, "n");
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3";
+  std::map<std::string, PodResources> used{{"n", PodResources{2, 0, 0, 1}}};
+  auto full = choose_node(pod, {node}, used);
+  EXPECT_FALSE(full.node);
+  EXPECT_THAT(full.message, HasSubstr("Insufficient cpu"));
+}
+
+}  // namespace
+}  // namespace depl::devcluster
