@@ -185,3 +185,32 @@ spec:
 
 }  // namespace
 }  // namespace depl::devcluster::testing
+
+namespace depl::devcluster::testing {
+namespace {
+
+TEST(KubectlTlsTest, ServesHttpsWithTheGeneratedCaAndRequiresTheToken) {
+  if (!kubectl_installed()) {
+    GTEST_SKIP() << "kubectl is not installed; skipping kubectl tests";
+  }
+  DevClusterOptions options;
+  options.pools_yaml = kTestPools;
+  options.tls = true;
+  options.run_kubelet = false;
+  auto cluster = DevCluster::start(options);
+  ASSERT_TRUE(cluster) << cluster.error().message;
+  EXPECT_EQ((*cluster)->url().rfind("https://127.0.0.1:", 0), 0u);
+  const auto dir = std::filesystem::path((*cluster)->kubeconfig_path()).parent_path();
+  const std::map<std::string, std::string> env = {{"KUBECONFIG", (*cluster)->kubeconfig_path()},
+                                                  {"KUBECACHEDIR", (dir / "cache").string()},
+                                                  {"HOME", dir.string()}};
+  auto nodes = run_command({"kubectl", "get", "nodes", "-o", "name"}, env);
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.output;
+  EXPECT_THAT(nodes.output, ::testing::HasSubstr("node/a100-0"));
+  auto wrong = run_command({"kubectl", "get", "nodes", "--token=not-the-token"}, env);
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_THAT(wrong.output, ::testing::HasSubstr("Unauthorized"));
+}
+
+}  // namespace
+}  // namespace depl::devcluster::testing

@@ -89,6 +89,11 @@ spec:
                     x-kubernetes-preserve-unknown-fields: true
 )";
 
+inline bool kubectl_installed() {
+  return run_command({"kubectl", "version", "--client"}, {}, "", std::chrono::seconds(30))
+             .exit_code == 0;
+}
+
 class KubectlTest : public ::testing::Test {
  protected:
   void SetUp() override {
