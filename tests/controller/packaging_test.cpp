@@ -363,6 +363,19 @@ TEST(GpuCatalog, RenderedConfigMapReadsWithTheControllersParser) {
   EXPECT_DOUBLE_EQ(overridden.at("Tesla-T4").price_per_gpu_hour, 0.11);
 }
 
+TEST(Notes, RenderAndTellTheUserWhatToDoNext) {
+  auto ctx = default_context();
+  ASSERT_TRUE(ctx) << ctx.error().message;
+  auto notes = read_text(kChart / "templates" / "NOTES.txt");
+  ASSERT_TRUE(notes) << notes.error().message;
+  auto rendered = render_template(*notes, *ctx);
+  ASSERT_TRUE(rendered) << rendered.error().message;
+  EXPECT_THAT(*rendered,
+              HasSubstr("kubectl -n depl-system rollout status deployment/depl-operator"));
+  EXPECT_THAT(*rendered, HasSubstr("kubectl apply -f examples/quickstart/job.yaml"));
+  EXPECT_THAT(*rendered, HasSubstr("http://depl-operator.depl-system.svc:8080/metrics"));
+}
+
 // ----- values -----
 
 json values_schema() {
@@ -420,7 +433,9 @@ TEST(ValuesSchema, RejectsBrokenValuesNamingTheField) {
 TEST(ValuesSchema, TemplatesReferenceOnlyDefinedValues) {
   const json values = must(read_yaml(kChart / "values.yaml"));
   int references = 0;
-  for (const auto& path : files_in(kChart / "templates", ".yaml")) {
+  auto templates = files_in(kChart / "templates", ".yaml");
+  templates.push_back(kChart / "templates" / "NOTES.txt");
+  for (const auto& path : templates) {
     const std::string text = read_text(path).value_or("");
     for (std::size_t at = text.find(".Values."); at != std::string::npos;
          at = text.find(".Values.", at + 1)) {
