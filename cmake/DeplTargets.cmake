@@ -4,6 +4,11 @@
 function(depl_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
                          $<$<BOOL:${DEPL_WERROR}>:-Werror>)
+  # GCC 12 (bookworm) reports -Wrestrict false positives inside libstdc++'s std::string at -O3
+  # (https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105329); keep it a warning, not an error.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -Wno-error=restrict)
+  endif()
 endfunction()
 
 # depl_add_library(NAME SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])

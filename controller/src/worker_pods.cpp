@@ -56,12 +56,12 @@ json assumed_profile(const PhaseLaunch& launch, const solver::ModelVariant& mode
   json profile = loss_profile_json(model.loss);
   profile["effectiveSamples"] = solver::effective_samples(*launch.problem, launch.plan->datasets);
   if (launch.phase > 0) {
-    const auto& previous = launch.problem->models.at(launch.plan->phases.at(launch.phase - 1).model);
+    const auto& previous =
+        launch.problem->models.at(launch.plan->phases.at(launch.phase - 1).model);
     if (previous.name != model.name) {
       if (const auto* sw = launch.problem->find_switch(previous.name, model.name)) {
-        profile["switchJump"] = {{"from", previous.name},
-                                 {"mean", sw->jump_mean},
-                                 {"stddev", sw->jump_stddev}};
+        profile["switchJump"] = {
+            {"from", previous.name}, {"mean", sw->jump_mean}, {"stddev", sw->jump_stddev}};
       }
     }
   }

@@ -1,0 +1,312 @@
+// kubectl-depl demo: the whole product on one machine. Starts the embedded dev cluster (pods run
+// depl-sim-worker as local processes), runs the controller against it, applies the CRD and a
+// job, and shows the job live until it ends.
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "commands.hpp"
+#include "depl/common/yaml_json.hpp"
+#include "depl/controller/job_status.hpp"
+#include "depl/controller/run_controller.hpp"
+#include "depl/devcluster/dev_cluster.hpp"
+#include "depl/kube/beast_transport.hpp"
+#include "depl/kube/client.hpp"
+#include "depl/kube/runtime/termination_signals.hpp"
+
+namespace depl::cli {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct DemoOptions {
+  std::string pools = "examples/quickstart/pools.yaml";
+  std::string job = "examples/quickstart/job.yaml";
+  std::string crd = "crds/depl.dev_dependabletrainingjobs.yaml";
+  std::string worker;  // default: depl-sim-worker next to this binary
+  double epoch_seconds = 1.5;  // wall time of one simulated epoch (0: the worker's default)
+  bool keep_running = false;
+  double timeout_seconds = 300;
+};
+
+Expected<std::string> read_file(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return error(fmt::format("{} {}: cannot read the file", flag, path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string self_dir() {
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// Creates an object, or replaces it when it exists (like kubectl apply for the demo's inputs).
+Expected<json> apply(kube::Client& client, const kube::ResourceType& type, json object) {
+  const std::string ns = type.namespaced ? object["metadata"].value("namespace", "default") : "";
+  if (type.namespaced) object["metadata"]["namespace"] = ns;
+  auto created = client.create(type, ns, object, {"kubectl-depl-demo"});
+  if (created) return *created;
+  if (!created.error().is_already_exists()) return error(created.error().message);
+  auto current = client.get(type, ns, object["metadata"].value("name", ""));
+  if (!current) return error(current.error().message);
+  object["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
+  auto replaced = client.replace(type, object, {"kubectl-depl-demo"});
+  if (!replaced) return error(replaced.error().message);
+  return *replaced;
+}
+
+// Paces the simulated workers: every model's pods get DEPL_SIM_EPOCH_SECONDS (read by
+// depl-sim-worker; a real trainer ignores it). An env entry the job already sets is kept.
+void add_sim_epoch_seconds(json& job, double seconds) {
+  if (!job.contains("spec") || !job["spec"].is_object()) return;
+  json& models = job["spec"]["models"];
+  if (!models.is_array()) return;
+  for (json& model : models) {
+    if (!model.is_object()) continue;
+    json& env = model["env"];
+    if (!env.is_array()) env = json::array();
+    bool present = false;
+    for (const json& e : env) present = present || e.value("name", "") == "DEPL_SIM_EPOCH_SECONDS";
+    if (!present) env.push_back({{"name", "DEPL_SIM_EPOCH_SECONDS"}, {"value", fmt::format("{}", seconds)}});
+  }
+}
+
+std::string status_line(const json& job) {
+  const json& status = job.value("status", json::object());
+  const json& progress = status.value("progress", json::object());
+  const json& predicted = status.value("plan", json::object()).value("predicted", json::object());
+  const std::string loss =
+      progress.contains("loss") ? fmt::format("{:.4f}", progress["loss"].get<double>()) : "-";
+  return fmt::format(
+      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:.2f}",
+      status.value("phase", "Pending"), progress.value("phase", 0), progress.value("model", "-"),
+      progress.value("epoch", 0), loss, predicted.value("probability", 0.0),
+      progress.value("cost", 0.0));
+}
+
+int run_demo(const DemoOptions& o) {
+  auto crd_yaml = read_file(o.crd, "--crd");
+  auto job_yaml = read_file(o.job, "--job");
+  if (!crd_yaml || !job_yaml) {
+    fmt::print(
+        stderr,
+        "kubectl-depl demo: {}\n(run it from the repository root, or pass --job/--pools/--crd)\n",
+        (!crd_yaml ? crd_yaml : job_yaml).error().message);
+    return kExitBadInput;
+  }
+  auto crd = yaml_to_json(*crd_yaml, o.crd);
+  auto job = yaml_to_json(*job_yaml, o.job);
+  if (!crd || !job) {
+    fmt::print(stderr, "kubectl-depl demo: {}\n", (!crd ? crd.error() : job.error()).message);
+    return kExitBadInput;
+  }
+  if (o.epoch_seconds > 0) add_sim_epoch_seconds(*job, o.epoch_seconds);
+  if (!fs::exists(o.pools)) {
+    fmt::print(stderr, "kubectl-depl demo: --pools {}: no such file\n", o.pools);
+    return kExitBadInput;
+  }
+  const std::string worker = o.worker.empty() ? self_dir() + "/depl-sim-worker" : o.worker;
+  if (access(worker.c_str(), X_OK) != 0) {
+    fmt::print(stderr,
+               "kubectl-depl demo: worker {} is not an executable (build it with make build)\n",
+               worker);
+    return kExitBadInput;
+  }
+
+  // The controller's and the cluster's logs go to a file: the terminal shows the job.
+  char work_template[] = "/tmp/depl-demo-XXXXXX";
+  const char* work_dir = mkdtemp(work_template);
+  if (work_dir == nullptr) {
+    fmt::print(stderr, "kubectl-depl demo: cannot create a work directory under /tmp\n");
+    return kExitFailure;
+  }
+  const std::string log_path = std::string(work_dir) + "/demo.log";
+  try {
+    auto logger = spdlog::basic_logger_mt("demo", log_path);
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+  } catch (const spdlog::spdlog_ex& e) {
+    fmt::print(stderr, "kubectl-depl demo: log file {}: {}\n", log_path, e.what());
+    return kExitFailure;
+  }
+
+  std::stop_source stop;
+  kube::TerminationSignals signals(stop);
+  devcluster::DevClusterOptions cluster_options;
+  cluster_options.work_dir = work_dir;
+  cluster_options.pools_file = o.pools;
+  cluster_options.image_map["*"] = worker;
+  auto cluster = devcluster::DevCluster::start(cluster_options);
+  if (!cluster) {
+    fmt::print(stderr, "kubectl-depl demo: dev cluster: {}\n", cluster.error().message);
+    return kExitFailure;
+  }
+  fmt::print("dev cluster  {}  (kubeconfig {})\n", (*cluster)->url(),
+             (*cluster)->kubeconfig_path());
+  fmt::print("logs         {} (controller and cluster), pod logs under {}\n", log_path, work_dir);
+
+  controller::ControllerConfig cc;
+  cc.kubeconfig = (*cluster)->kubeconfig_path();
+  cc.metrics_addr = "127.0.0.1:0";
+  cc.progress_addr = "127.0.0.1:0";
+  cc.health_addr = "127.0.0.1:0";
+  cc.rendezvous = controller::RendezvousMode::Loopback;
+  cc.checkpoint_root =
+      fs::path((*cluster)->kubeconfig_path()).parent_path().string() + "/checkpoints";
+  cc.catalog_namespace = "kube-system";
+  std::atomic<bool> controller_ready{false};
+  std::string controller_error;
+  controller::ControllerEndpoints endpoints;
+  std::jthread controller_thread([&] {
+    auto ran = controller::run_controller(cc, stop.get_token(),
+                                          [&](const controller::ControllerEndpoints& e) {
+                                            endpoints = e;
+                                            controller_ready = true;
+                                          });
+    if (!ran) {
+      controller_error = ran.error().message;
+      stop.request_stop();
+    }
+  });
+
+  kube::ConnectionConfig connection;
+  connection.server = (*cluster)->url();
+  auto transport = kube::BeastTransport::create(connection);
+  if (!transport) {
+    fmt::print(stderr, "kubectl-depl demo: {}\n", transport.error().message);
+    stop.request_stop();
+    return kExitFailure;
+  }
+  kube::Client client(*transport, nullptr);
+  if (auto applied = apply(client, kube::resources::custom_resource_definitions(), *crd);
+      !applied) {
+    fmt::print(stderr, "kubectl-depl demo: applying the CRD: {}\n", applied.error().message);
+    stop.request_stop();
+    return kExitFailure;
+  }
+  while (!controller_ready && !stop.stop_requested())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!controller_error.empty()) {
+    fmt::print(stderr, "kubectl-depl demo: controller: {}\n", controller_error);
+    return kExitFailure;
+  }
+  fmt::print("controller   metrics {}/metrics  progress {}\n", endpoints.metrics_url,
+             endpoints.progress_url);
+  auto applied = apply(client, kube::resources::dependable_training_jobs(), *job);
+  if (!applied) {
+    fmt::print(stderr, "kubectl-depl demo: applying {}: {}\n", o.job, applied.error().message);
+    stop.request_stop();
+    return kExitFailure;
+  }
+  const std::string ns = (*applied)["metadata"].value("namespace", "default");
+  const std::string name = (*applied)["metadata"].value("name", "");
+  fmt::print("job          {}/{} applied; following it (Ctrl-C stops)\n\n", ns, name);
+
+  const bool tty = isatty(1) != 0;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(o.timeout_seconds);
+  std::string last_line, final_phase;
+  int last_revision = 0;
+  json last;
+  while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+    auto current = client.get(kube::resources::dependable_training_jobs(), ns, name);
+    if (current) {
+      last = *current;
+      const json& status = last.value("status", json::object());
+      auto plan = controller::plan_from_json(status);
+      if (plan && plan->revision != last_revision) {
+        if (tty && !last_line.empty()) fmt::print("\n");
+        last_revision = plan->revision;
+        fmt::print("plan {}: ", plan->revision);
+        for (std::size_t i = 0; i < plan->phases.size(); ++i) {
+          const auto& p = plan->phases[i];
+          fmt::print("{}{} x{} on {} ({} workers)", i ? " -> " : "", p.model, p.epochs, p.pool,
+                     p.workers);
+        }
+        fmt::print(
+            "\n      predicted cost {:.2f}, {:.0f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
+            plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
+            plan->probability);
+        last_line.clear();
+      }
+      const std::string line = status_line(last);
+      if (line != last_line) {
+        if (tty) {
+          fmt::print("\r{}", line);
+        } else {
+          fmt::print("{}\n", line);
+        }
+        std::fflush(stdout);
+        last_line = line;
+      }
+      final_phase = status.value("phase", "");
+      if (final_phase == "Succeeded" || final_phase == "Failed") break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (tty) fmt::print("\n");
+  const json& status = last.value("status", json::object());
+  fmt::print("\njob {}: {}\n", final_phase.empty() ? "did not finish" : final_phase,
+             status.value("message", ""));
+  const bool succeeded = final_phase == "Succeeded";
+  if (o.keep_running && !stop.stop_requested()) {
+    fmt::print(
+        "\nThe dev cluster keeps running. In another terminal:\n"
+        "  export KUBECONFIG={}\n"
+        "  kubectl get dtj            # the job, with its printer columns\n"
+        "  kubectl describe dtj {}   # status, conditions, events\n"
+        "  kubectl get pods           # the workers of every phase\n"
+        "Press Ctrl-C here to stop it.\n",
+        (*cluster)->kubeconfig_path(), name);
+    std::fflush(stdout);
+    while (!stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  stop.request_stop();
+  controller_thread.join();
+  (*cluster)->stop();
+  spdlog::shutdown();
+  if (succeeded) {
+    std::error_code ec;
+    fs::remove_all(work_dir, ec);
+  } else {
+    fmt::print("logs kept in {}\n", work_dir);
+  }
+  return succeeded ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<DemoOptions>();
+  auto* cmd = app.add_subcommand("demo", "run a job end to end on the embedded dev cluster");
+  cmd->add_option("--pools", options->pools, "pools file for the dev cluster's nodes")
+      ->capture_default_str();
+  cmd->add_option("--job", options->job, "DependableTrainingJob manifest to run")
+      ->capture_default_str();
+  cmd->add_option("--crd", options->crd, "the CRD manifest")->capture_default_str();
+  cmd->add_option("--worker", options->worker,
+                  "executable every image maps to (default: depl-sim-worker next to kubectl-depl)");
+  cmd->add_option("--epoch-seconds", options->epoch_seconds,
+                  "wall time of one simulated epoch (sets DEPL_SIM_EPOCH_SECONDS on the job's "
+                  "models; 0 keeps the worker's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_flag("--keep-running", options->keep_running, "leave the cluster up after the job ends");
+  cmd->add_option("--timeout", options->timeout_seconds, "give up after this many seconds")
+      ->capture_default_str();
+  cmd->callback([options, &exit_code] { exit_code = run_demo(*options); });
+}
+
+}  // namespace depl::cli

@@ -1,0 +1,66 @@
+// depl-controller: the operator's binary. Flags only; everything else is run_controller().
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "depl/controller/run_controller.hpp"
+#include "depl/kube/runtime/termination_signals.hpp"
+
+int main(int argc, char** argv) {
+  depl::controller::ControllerConfig config;
+  std::string log_format = "text";
+  std::string rendezvous = "dns";
+  bool all_namespaces = false;
+  CLI::App app{"depl-controller: reconciles DependableTrainingJobs (depl.dev/v1alpha1)"};
+  app.add_option("--kubeconfig", config.kubeconfig,
+                 "kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)");
+  app.add_option("--context", config.context, "kubeconfig context");
+  auto* ns =
+      app.add_option("--namespace", config.watch_namespace, "watch jobs in this namespace only");
+  app.add_flag("--all-namespaces", all_namespaces, "watch jobs in every namespace (the default)")
+      ->excludes(ns);
+  app.add_option("--metrics-addr", config.metrics_addr, "Prometheus metrics listen address")
+      ->capture_default_str();
+  app.add_option("--progress-addr", config.progress_addr, "worker progress endpoint listen address")
+      ->capture_default_str();
+  app.add_option("--progress-advertise-url", config.progress_advertise_url,
+                 "URL workers report to (default: derived from --progress-addr)");
+  app.add_option("--health-addr", config.health_addr, "/healthz and /readyz listen address")
+      ->capture_default_str();
+  app.add_flag("--leader-elect", config.leader_elect,
+               "run leader election on a Lease (for more than one replica)");
+  app.add_option("--leader-election-namespace", config.leader_election_namespace,
+                 "namespace of the Lease (default: POD_NAMESPACE or depl-system)");
+  app.add_option("--identity", config.identity, "this replica's identity (default: hostname-pid)");
+  app.add_option("--workers", config.workers, "concurrent reconciles")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--catalog-namespace", config.catalog_namespace,
+                 "namespace of the depl-gpu-catalog ConfigMap");
+  app.add_option("--checkpoint-root", config.checkpoint_root,
+                 "override spec.checkpoint.path for every job (local dev clusters)");
+  app.add_option("--rendezvous", rendezvous,
+                 "how workers find rank 0: dns (a real cluster) or loopback (the dev cluster)")
+      ->check(CLI::IsMember({"dns", "loopback"}))
+      ->capture_default_str();
+  app.add_option("--log-format", log_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  config.rendezvous = rendezvous == "loopback" ? depl::controller::RendezvousMode::Loopback
+                                               : depl::controller::RendezvousMode::Dns;
+  if (log_format == "json") {
+    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","line":"%v"})",
+                        spdlog::pattern_time_type::utc);
+  } else {
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  }
+  std::stop_source stop;
+  depl::kube::TerminationSignals signals(stop);
+  auto result = depl::controller::run_controller(config, stop.get_token());
+  if (!result) {
+    spdlog::error("msg=\"cannot start\" error=\"{}\"", result.error().message);
+    return 2;
+  }
+  spdlog::info("msg=\"stopped\"");
+  return 0;
+}

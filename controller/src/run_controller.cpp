@@ -1,0 +1,365 @@
+#include "depl/controller/run_controller.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <thread>
+
+#include "depl/common/clock.hpp"
+#include "depl/common/random.hpp"
+#include "depl/controller/http_server.hpp"
+#include "depl/controller/job_reconciler.hpp"
+#include "depl/controller/job_status.hpp"
+#include "depl/controller/metrics.hpp"
+#include "depl/controller/progress.hpp"
+#include "depl/kube/beast_transport.hpp"
+#include "depl/kube/client.hpp"
+#include "depl/kube/in_cluster.hpp"
+#include "depl/kube/kubeconfig.hpp"
+#include "depl/kube/runtime/controller.hpp"
+#include "depl/kube/runtime/event_recorder.hpp"
+#include "depl/kube/runtime/informer.hpp"
+#include "depl/kube/runtime/leader_election.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+namespace resources = kube::resources;
+
+namespace {
+
+constexpr const char* kJobApiVersion = "depl.dev/v1alpha1";
+constexpr const char* kJobKind = "DependableTrainingJob";
+
+Expected<kube::ConnectionConfig> connect_config(const ControllerConfig& config) {
+  if (config.kubeconfig.empty() && std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
+    auto in_cluster = kube::in_cluster_config();
+    if (!in_cluster) return error("in-cluster config: " + in_cluster.error().message);
+    return in_cluster;
+  }
+  kube::KubeconfigLoadOptions load;
+  load.explicit_path = config.kubeconfig;
+  auto loaded = kube::load_kubeconfig(load);
+  if (!loaded) return error(loaded.error().message);
+  kube::ResolveOptions resolve;
+  resolve.context = config.context;
+  auto resolved = kube::resolve_kubeconfig(*loaded, resolve);
+  if (!resolved) return error(resolved.error().message);
+  return resolved;
+}
+
+// The progress endpoint's view of jobs: straight from the API server, so a report builds on the
+// latest status; tokens from the Secret cache, falling back to a read.
+class ClientJobAccess final : public JobAccess {
+ public:
+  ClientJobAccess(kube::Client& client, const kube::Store& secrets)
+      : client_(client), secrets_(secrets) {}
+
+  Expected<json> get_job(const std::string& ns, const std::string& name) override {
+    auto job = client_.get(resources::dependable_training_jobs(), ns, name);
+    if (!job) return error(job.error().is_not_found() ? "not found" : job.error().message);
+    return *job;
+  }
+
+  Expected<bool> write_status(const json& job) override {
+    auto written =
+        client_.replace_status(resources::dependable_training_jobs(), job, {"depl-controller"});
+    if (written) return true;
+    if (written.error().is_conflict()) return false;
+    return error(written.error().message);
+  }
+
+  Expected<std::string> token(const std::string& ns, const std::string& name) override {
+    const std::string secret_name = token_secret_name(name);
+    json secret;
+    if (auto cached = secrets_.get({ns, secret_name})) {
+      secret = *cached;
+    } else {
+      auto read = client_.get(resources::secrets(), ns, secret_name);
+      if (!read) return error("no progress token (the job is unknown or not started)");
+      secret = *read;
+    }
+    const json& data = secret.value("data", json::object());
+    auto it = data.find(kTokenKey);
+    if (it == data.end() || !it->is_string())
+      return error("the progress-token Secret has no token");
+    return base64_decode(it->get<std::string>());
+  }
+
+ private:
+  static std::string base64_decode(const std::string& in) {
+    static const std::string chars =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    int value = 0, bits = -8;
+    for (char c : in) {
+      const auto pos = chars.find(c);
+      if (pos == std::string::npos) break;
+      value = (value << 6) + static_cast<int>(pos);
+      bits += 6;
+      if (bits >= 0) {
+        out.push_back(static_cast<char>((value >> bits) & 0xFF));
+        bits -= 8;
+      }
+    }
+    return out;
+  }
+
+  kube::Client& client_;
+  const kube::Store& secrets_;
+};
+
+std::string own_namespace() {
+  if (const char* ns = std::getenv("POD_NAMESPACE")) return ns;
+  return "depl-system";
+}
+
+std::string default_identity() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format("{}-{}", host, ::getpid());
+}
+
+std::string url_of(const std::string& host, int port) {
+  const std::string shown = host == "0.0.0.0" ? "127.0.0.1" : host;
+  return fmt::format("http://{}:{}", shown, port);
+}
+
+}  // namespace
+
+Expected<void> run_controller(const ControllerConfig& config, std::stop_token stop,
+                              std::function<void(const ControllerEndpoints&)> on_ready) {
+  auto metrics_listen = parse_listen_address(config.metrics_addr);
+  if (!metrics_listen) return error("--metrics-addr " + metrics_listen.error().message);
+  auto progress_listen = parse_listen_address(config.progress_addr);
+  if (!progress_listen) return error("--progress-addr " + progress_listen.error().message);
+  auto health_listen = parse_listen_address(config.health_addr);
+  if (!health_listen) return error("--health-addr " + health_listen.error().message);
+  if (config.workers < 1)
+    return error(fmt::format("--workers must be >= 1, got {}", config.workers));
+
+  auto connection = connect_config(config);
+  if (!connection) return error(connection.error().message);
+  auto transport = kube::BeastTransport::create(*connection);
+  if (!transport) return error(transport.error().message);
+
+  SystemClock clock;
+  auto shared_clock = std::make_shared<SystemClock>();
+  RandomSource random = RandomSource::from_entropy();
+  kube::ClientOptions client_options;
+  client_options.clock = shared_clock;
+  client_options.user_agent = "depl-controller/0.1";
+  client_options.default_namespace = connection->default_namespace;
+  kube::Client client(*transport, connection->credentials, client_options);
+
+  const std::string home_ns = own_namespace();
+  const std::string catalog_ns =
+      config.catalog_namespace.empty() ? home_ns : config.catalog_namespace;
+  auto informer = [&](kube::ResourceType type, std::string ns, std::string labels = "",
+                      std::string fields = "") {
+    kube::WatcherOptions o;
+    o.namespace_ = std::move(ns);
+    o.label_selector = std::move(labels);
+    o.field_selector = std::move(fields);
+    return std::make_unique<kube::Informer>(client, std::move(type), o, clock, random);
+  };
+  const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
+  auto jobs = informer(resources::dependable_training_jobs(), config.watch_namespace);
+  auto pods = informer(resources::pods(), "");
+  auto nodes = informer(resources::nodes(), "");
+  auto services = informer(resources::services(), config.watch_namespace, managed);
+  auto secrets = informer(resources::secrets(), config.watch_namespace, managed);
+  auto config_maps =
+      informer(resources::config_maps(), catalog_ns, "", "metadata.name=depl-gpu-catalog");
+  std::vector<kube::Informer*> all = {jobs.get(),     pods.get(),    nodes.get(),
+                                      services.get(), secrets.get(), config_maps.get()};
+
+  MetricsRegistry metrics;
+  describe_controller_metrics(metrics);
+  metrics.set("depl_leader", {}, config.leader_elect ? 0 : 1);
+
+  kube::EventRecorderOptions event_options;
+  event_options.component = "depl-controller";
+  event_options.reporting_instance = config.identity.empty() ? default_identity() : config.identity;
+  kube::EventRecorder recorder(client, clock, event_options);
+
+  ReconcilerOptions options;
+  options.catalog_namespace = catalog_ns;
+  options.decide.checkpoint_root = config.checkpoint_root;
+  options.decide.rendezvous = config.rendezvous;
+  options.decide.pool_defaults = {config.default_bandwidth, config.default_storage_bandwidth};
+
+  // The endpoints listen before the caches sync so probes answer from the start.
+  std::unique_ptr<kube::Controller> controller_ptr;
+  std::atomic<kube::Controller*> controller_for_progress{nullptr};
+  ClientJobAccess access(client, secrets->store());
+  ProgressEndpoint progress(access, clock, [&](const std::string& ns, const std::string& name) {
+    if (auto* c = controller_for_progress.load()) c->queue().add({ns, name});
+  });
+  HttpServerOptions progress_options;
+  progress_options.address = progress_listen->first;
+  progress_options.port = progress_listen->second;
+  auto progress_server = HttpServer::start(progress_options, [&](const HttpRequestView& r) {
+    HttpReply reply = progress.handle(r);
+    metrics.add("depl_progress_reports_total", {{"code", std::to_string(reply.status)}});
+    return reply;
+  });
+  if (!progress_server) return error("--progress-addr: " + progress_server.error().message);
+  std::string advertised = config.progress_advertise_url;
+  if (advertised.empty()) {
+    advertised = url_of(progress_listen->first, (*progress_server)->port());
+  }
+  while (!advertised.empty() && advertised.back() == '/') advertised.pop_back();
+  options.decide.progress_url = advertised;
+
+  HttpServerOptions metrics_options;
+  metrics_options.address = metrics_listen->first;
+  metrics_options.port = metrics_listen->second;
+  auto metrics_server =
+      HttpServer::start(metrics_options, [&](const HttpRequestView& r) -> HttpReply {
+        if (r.target != "/metrics") return {404, "text/plain", "not found: try /metrics\n"};
+        return {200, "text/plain; version=0.0.4", metrics.render()};
+      });
+  if (!metrics_server) return error("--metrics-addr: " + metrics_server.error().message);
+
+  std::atomic<bool> synced{false};
+  HttpServerOptions health_options;
+  health_options.address = health_listen->first;
+  health_options.port = health_listen->second;
+  auto health_server =
+      HttpServer::start(health_options, [&](const HttpRequestView& r) -> HttpReply {
+        if (r.target == "/healthz") return {200, "text/plain", "ok\n"};
+        if (r.target == "/readyz") {
+          return synced ? HttpReply{200, "text/plain", "ok\n"}
+                        : HttpReply{503, "text/plain", "caches not synced yet\n"};
+        }
+        return {404, "text/plain", "not found: try /healthz or /readyz\n"};
+      });
+  if (!health_server) return error("--health-addr: " + health_server.error().message);
+
+  JobReconciler reconciler(
+      client,
+      {jobs->store(), pods->store(), nodes->store(), services->store(), secrets->store(),
+       config_maps->store()},
+      clock,
+      [&](const json& object, const EventSpec& e) {
+        auto recorded = recorder.record(
+            object, e.type == "Warning" ? kube::EventType::Warning : kube::EventType::Normal,
+            e.reason, e.message);
+        if (!recorded)
+          spdlog::warn("msg=\"event not recorded\" reason={} error=\"{}\"", e.reason,
+                       recorded.error().message);
+      },
+      metrics, options);
+
+  kube::ControllerOptions controller_options;
+  controller_options.name = "dependabletrainingjob";
+  controller_options.workers = config.workers;
+  controller_ptr = std::make_unique<kube::Controller>(
+      [&](const kube::ObjectKey& key, std::stop_token s) { return reconciler.reconcile(key, s); },
+      clock, std::move(controller_options));
+  kube::Controller& controller = *controller_ptr;
+  controller_for_progress = &controller;
+  controller.watch_primary(*jobs);
+  controller.watch_owned(*pods, kJobApiVersion, kJobKind);
+  controller.watch_owned(*services, kJobApiVersion, kJobKind);
+  controller.watch_owned(*secrets, kJobApiVersion, kJobKind);
+  // Capacity changes (nodes, other pods, the GPU catalog) concern every job not finished yet.
+  auto unfinished_jobs = [&](const json&) {
+    std::vector<kube::ObjectKey> keys;
+    for (const auto& job : jobs->store().list()) {
+      const std::string phase = job->value("status", json::object()).value("phase", "");
+      if (phase != "Succeeded" && phase != "Failed") keys.push_back(kube::ObjectKey::of(*job));
+    }
+    return keys;
+  };
+  controller.watch_mapped(*nodes, unfinished_jobs);
+  controller.watch_mapped(*config_maps, unfinished_jobs);
+  controller.watch_mapped(*pods, [&](const json& pod) {
+    if (kube::controller_owner_key(pod, kJobApiVersion, kJobKind))
+      return std::vector<kube::ObjectKey>{};
+    std::vector<kube::ObjectKey> keys;
+    for (const auto& job : jobs->store().list()) {
+      if (job->value("status", json::object()).value("phase", "") == "Pending") {
+        keys.push_back(kube::ObjectKey::of(*job));
+      }
+    }
+    return keys;
+  });
+  metrics.add_collector([&](MetricsRegistry& m) {
+    m.clear("depl_jobs");
+    std::map<std::string, int> by_phase;
+    for (const char* p : {"Pending", "Running", "Succeeded", "Failed", "Suspended"})
+      by_phase[p] = 0;
+    for (const auto& job : jobs->store().list()) {
+      by_phase[job->value("status", json::object()).value("phase", "Pending")] += 1;
+    }
+    for (const auto& [phase, n] : by_phase) m.set("depl_jobs", {{"phase", phase}}, n);
+    const kube::ControllerMetrics cm = controller.metrics();
+    m.clear("depl_reconcile_total");
+    m.set("depl_reconcile_total", {{"outcome", "success"}},
+          static_cast<double>(cm.reconcile_success));
+    m.set("depl_reconcile_total", {{"outcome", "requeue_after"}},
+          static_cast<double>(cm.reconcile_requeue_after));
+    m.set("depl_reconcile_total", {{"outcome", "requeue"}},
+          static_cast<double>(cm.reconcile_requeue));
+    m.set("depl_reconcile_total", {{"outcome", "error"}}, static_cast<double>(cm.reconcile_errors));
+    m.set("depl_workqueue_depth", {}, static_cast<double>(cm.queue.depth));
+    m.set("depl_workqueue_adds_total", {}, static_cast<double>(cm.queue.adds_total));
+    m.set("depl_workqueue_retries_total", {}, static_cast<double>(cm.queue.retries_total));
+  });
+
+  std::vector<std::jthread> informer_threads;
+  for (auto* i : all) {
+    informer_threads.emplace_back([i, stop](std::stop_token own) {
+      std::stop_source both;
+      std::stop_callback a(stop, [&] { both.request_stop(); });
+      std::stop_callback b(own, [&] { both.request_stop(); });
+      i->run(both.get_token());
+    });
+  }
+  for (auto* i : all) {
+    if (!i->store().wait_synced(stop)) break;
+  }
+  if (stop.stop_requested()) return {};
+  synced = true;
+  spdlog::info("msg=\"caches synced; reconciling\" progress_url={} metrics=:{} health=:{}",
+               advertised, (*metrics_server)->port(), (*health_server)->port());
+  if (on_ready) {
+    on_ready({url_of(metrics_listen->first, (*metrics_server)->port()), advertised,
+              url_of(health_listen->first, (*health_server)->port())});
+  }
+
+  if (!config.leader_elect) {
+    controller.run(stop);
+  } else {
+    kube::LeaderElectionConfig le;
+    le.lease_namespace =
+        config.leader_election_namespace.empty() ? home_ns : config.leader_election_namespace;
+    le.lease_name = config.leader_election_id;
+    le.identity = config.identity.empty() ? default_identity() : config.identity;
+    le.callbacks.on_started_leading = [&](std::stop_token leading) {
+      metrics.set("depl_leader", {}, 1);
+      spdlog::info("msg=\"became leader; reconciling\" identity={}", le.identity);
+      controller.run(leading);
+    };
+    le.callbacks.on_stopped_leading = [&] {
+      metrics.set("depl_leader", {}, 0);
+      spdlog::warn("msg=\"leadership lost or released; no longer reconciling\" identity={}",
+                   le.identity);
+    };
+    auto elector = kube::LeaderElector::create(client, clock, random, le);
+    if (!elector) return error("leader election: " + elector.error().message);
+    (*elector)->run(stop);
+  }
+  client.stop();
+  for (auto& t : informer_threads) t.request_stop();
+  informer_threads.clear();
+  (*progress_server)->stop();
+  (*metrics_server)->stop();
+  (*health_server)->stop();
+  return {};
+}
+
+}  // namespace depl::controller
