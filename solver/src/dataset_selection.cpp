@@ -163,6 +163,14 @@ std::optional<Candidate> greedy(const SearchContext& ctx, SelectionSolver& solve
 }  // namespace
 
 std::optional<Candidate> select_datasets(const SearchContext& ctx, SelectionSolver& solver) {
+  if (ctx.problem->fixed_datasets) {
+    // A re-plan keeps the data the job already trains on: only the full selection is a choice.
+    std::vector<std::size_t> all(ctx.problem->datasets.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    SelectionEvaluator evaluator(ctx, solver);
+    evaluator.evaluate(all);
+    return evaluator.best();
+  }
   if (ctx.problem->datasets.size() <= kExhaustiveDatasets) return exhaustive(ctx, solver);
   return greedy(ctx, solver);
 }

@@ -191,8 +191,14 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
           fmt::format("phases[{}]: same model {} as the phase before", i, model.name));
     }
 
-    if (previous_pool != &pool) pf.staging_seconds = staging_seconds(problem, plan.datasets, pool);
-    pf.startup_seconds = pool.startup_seconds;
+    if (problem.continues_start(i, ph.model, ph.pool, ph.workers)) {
+      // The running phase goes on: its pods keep running (no startup, nothing to stage).
+    } else {
+      if (previous_pool != &pool) {
+        pf.staging_seconds = staging_seconds(problem, plan.datasets, pool);
+      }
+      pf.startup_seconds = pool.startup_seconds;
+    }
     const double n = ph.workers;
     pf.compute_seconds = samples * model.compute_per_sample_gflop /
                          (n * model.gpus_per_worker * pool.gpu_gflops);

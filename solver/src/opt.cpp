@@ -74,7 +74,8 @@ class Exhaustive {
       placements_[v] = feasible_placements(problem, v, data_.samples);
       double f = std::numeric_limits<double>::infinity(), e = f;
       for (const Placement& p : placements_[v]) {
-        f = std::min(f, p.rate * problem.pools[p.pool].startup_seconds);
+        // A re-plan may continue the running phase without startup: then the bound is 0.
+        f = std::min(f, problem.start ? 0.0 : p.rate * problem.pools[p.pool].startup_seconds);
         e = std::min(e, p.rate * p.epoch_seconds);
       }
       fixed_lb_[v] = f;
@@ -172,10 +173,13 @@ class Exhaustive {
     }
     for (const Placement& p : placements_[ph.model]) {
       const Pool& pool = problem.pools[p.pool];
-      const double staging =
-          previous_pool != static_cast<int>(p.pool) ? data_.staging_seconds[p.pool] : 0.0;
+      const bool continues = problem.continues_start(j, ph.model, p.pool, p.workers);
+      const double staging = !continues && previous_pool != static_cast<int>(p.pool)
+                                 ? data_.staging_seconds[p.pool]
+                                 : 0.0;
+      const double startup = continues ? 0.0 : pool.startup_seconds;
       // The evaluator's expressions, in its order.
-      const double phase_s = pool.startup_seconds + staging + tau + ph.epochs * p.epoch_seconds;
+      const double phase_s = startup + staging + tau + ph.epochs * p.epoch_seconds;
       const double n = p.workers;
       const double phase_cost =
           n * model.gpus_per_worker * pool.price_per_gpu_hour * phase_s / 3600.0;
@@ -235,7 +239,8 @@ Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& opti
   SolveResult result;
   result.algorithm = Algorithm::Opt;
   Exhaustive search(ctx, result.stats);
-  for (std::size_t mask = 1; mask < (std::size_t{1} << nd); ++mask) {
+  const std::size_t all_mask = (std::size_t{1} << nd) - 1;
+  for (std::size_t mask = problem.fixed_datasets ? all_mask : 1; mask <= all_mask; ++mask) {
     std::vector<std::size_t> d;
     for (std::size_t i = 0; i < nd; ++i) {
       if (mask & (std::size_t{1} << i)) d.push_back(i);

@@ -19,8 +19,10 @@ namespace {
 
 // Fixed seconds of phase i (startup, staging unless the pool is kept, switch overhead).
 double fixed_seconds(const SearchContext& ctx, const SelectionData& data, const Plan& plan,
-                     std::size_t i, int previous_pool, std::size_t pool) {
+                     std::size_t i, int previous_pool, const Placement& placement) {
   const Problem& problem = *ctx.problem;
+  const std::size_t pool = placement.pool;
+  if (problem.continues_start(i, plan.phases[i].model, pool, placement.workers)) return 0.0;
   double tau = 0;
   const int previous_model = i == 0 ? ctx.start_model : static_cast<int>(plan.phases[i - 1].model);
   if (previous_model != kNone && previous_model != static_cast<int>(plan.phases[i].model)) {
@@ -60,7 +62,7 @@ std::optional<Plan> cheapest_assignment(const SearchContext& ctx, const Selectio
       for (std::size_t pi = 0; pi < options.size(); ++pi) {
         const Placement& p = options[pi];
         const double seconds =
-            fixed_seconds(ctx, data, plan, i, previous_pool, p.pool) + ph.epochs * p.epoch_seconds;
+            fixed_seconds(ctx, data, plan, i, previous_pool, p) + ph.epochs * p.epoch_seconds;
         const double cost = base_cost + p.rate * seconds;
         Choice& slot = table[i][p.pool];
         if (better_plan(cost, base_seconds + seconds, 0, slot.cost, slot.seconds, 0)) {
@@ -104,8 +106,9 @@ class DeadlineAssignment {
     for (std::size_t i = phases; i-- > 0;) {
       double c = std::numeric_limits<double>::infinity(), s = c;
       for (const Placement& p : data.pareto[plan.phases[i].model]) {
-        const double sec =
-            ctx.problem->pools[p.pool].startup_seconds + plan.phases[i].epochs * p.epoch_seconds;
+        // A lower bound: a re-plan's first phase may continue the running one (no startup).
+        const double startup = i == 0 && ctx.has_start ? 0.0 : ctx.problem->pools[p.pool].startup_seconds;
+        const double sec = startup + plan.phases[i].epochs * p.epoch_seconds;
         c = std::min(c, p.rate * sec);
         s = std::min(s, sec);
       }
@@ -135,7 +138,7 @@ class DeadlineAssignment {
     const Phase& ph = plan_.phases[i];
     for (const Placement& p : data_.pareto[ph.model]) {
       const double sec =
-          fixed_seconds(ctx_, data_, plan_, i, previous_pool, p.pool) + ph.epochs * p.epoch_seconds;
+          fixed_seconds(ctx_, data_, plan_, i, previous_pool, p) + ph.epochs * p.epoch_seconds;
       current_.phases[i].pool = p.pool;
       current_.phases[i].workers = p.workers;
       visit(i + 1, static_cast<int>(p.pool), cost + p.rate * sec, seconds + sec);

@@ -34,10 +34,13 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
     } else if (previous_model == m && i > 0) {
       structural = false;
     }
-    const double staging_s =
-        previous_pool != static_cast<int>(ph.pool) ? data.staging_seconds[ph.pool] : 0.0;
+    const bool continues = problem.continues_start(i, ph.model, ph.pool, ph.workers);
+    const double staging_s = !continues && previous_pool != static_cast<int>(ph.pool)
+                                 ? data.staging_seconds[ph.pool]
+                                 : 0.0;
+    const double startup_s = continues ? 0.0 : pool.startup_seconds;
     const double epoch_s = epoch_seconds(problem, model, pool, ph.workers, data.samples);
-    const double seconds = pool.startup_seconds + staging_s + switch_s + ph.epochs * epoch_s;
+    const double seconds = startup_s + staging_s + switch_s + ph.epochs * epoch_s;
     const double n = ph.workers;
     score.cost += n * model.gpus_per_worker * pool.price_per_gpu_hour * seconds / 3600.0;
     score.seconds += seconds;

@@ -17,6 +17,13 @@ int Problem::model_index(const std::string& name) const { return index_of(models
 int Problem::pool_index(const std::string& name) const { return index_of(pools, name); }
 int Problem::dataset_index(const std::string& name) const { return index_of(datasets, name); }
 
+bool Problem::continues_start(std::size_t phase_index, std::size_t model, std::size_t pool,
+                              int workers) const {
+  return phase_index == 0 && start && start->workers > 0 && workers == start->workers &&
+         model_index(start->model) == static_cast<int>(model) &&
+         pool_index(start->pool) == static_cast<int>(pool);
+}
+
 const Switch* Problem::find_switch(const std::string& from, const std::string& to) const {
   for (const auto& s : switching) {
     if (s.from == from && s.to == to) return &s;

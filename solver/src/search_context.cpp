@@ -52,8 +52,15 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
   }
   data.pareto.resize(problem.models.size());
   for (std::size_t v = 0; v < problem.models.size(); ++v) {
-    data.pareto[v] = pareto_placements(problem, feasible_placements(problem, v, data.samples),
-                                       data.staging_seconds);
+    const std::vector<Placement> all = feasible_placements(problem, v, data.samples);
+    data.pareto[v] = pareto_placements(problem, all, data.staging_seconds);
+    // Continuing the running phase costs no startup: that placement is always a candidate.
+    for (const Placement& p : all) {
+      if (!problem.continues_start(0, v, p.pool, p.workers)) continue;
+      bool kept = false;
+      for (const Placement& q : data.pareto[v]) kept = kept || (q.pool == p.pool && q.workers == p.workers);
+      if (!kept) data.pareto[v].push_back(p);
+    }
   }
   return data;
 }

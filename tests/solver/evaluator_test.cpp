@@ -134,6 +134,24 @@ TEST(Evaluator, StartStateContinuesWithoutSwitchOrStaging) {
   EXPECT_FALSE(g.feasible);
 }
 
+TEST(Evaluator, RunningPhaseContinuesWithoutStartupOnlyWithTheSameWorkers) {
+  Problem p = hand_problem();
+  p.pools[0].startup_seconds = 100;
+  p.start = StartState{"full", "a100", 0.7, 0.0, /*workers=*/1};
+  // Same variant, pool and workers: the pods keep running, no startup.
+  Figures same = evaluate(p, Plan{{0}, {{0, 1, 0, 1}}});
+  EXPECT_EQ(same.phases[0].startup_seconds, 0);
+  // Other workers: new pods, the pool's startup is paid.
+  p.pools[0].gpus = std::max(p.pools[0].gpus, 2);
+  Figures more = evaluate(p, Plan{{0}, {{0, 1, 0, 2}}});
+  EXPECT_EQ(more.phases[0].startup_seconds, 100);
+  // No running pods (workers 0, e.g. between phases): startup again.
+  p.start->workers = 0;
+  Figures restarted = evaluate(p, Plan{{0}, {{0, 1, 0, 1}}});
+  EXPECT_EQ(restarted.phases[0].startup_seconds, 100);
+  EXPECT_GT(restarted.cost, same.cost);
+}
+
 TEST(Normal, QuantileInvertsCdf) {
   for (double q : {1e-10, 1e-4, 0.01, 0.3, 0.5, 0.9, 0.95, 0.999, 1 - 1e-9}) {
     EXPECT_NEAR(normal_cdf(normal_quantile(q)), q, 1e-14 + q * 1e-12) << q;

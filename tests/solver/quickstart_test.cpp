@@ -13,6 +13,7 @@
 
 #include "depl/solver/evaluator.hpp"
 #include "depl/solver/parse.hpp"
+#include "depl/solver/solve.hpp"
 
 namespace depl::solver {
 namespace {
@@ -95,6 +96,34 @@ TEST(Quickstart, TheDeadlineKeepsTheJobOffTheSlowPool) {
   const Figures relaxed = evaluate(p, compressed_then_full(p, "t4"));
   EXPECT_TRUE(relaxed.feasible);
   EXPECT_LT(relaxed.cost, evaluate(p, compressed_then_full(p, "a100")).cost);
+}
+
+}  // namespace
+}  // namespace depl::solver
+
+// A re-plan keeps the data the job trains on: with fixed_datasets the solver's plan uses every
+// dataset of the problem, while a free solve of the quickstart drops the noisy web crawl.
+namespace depl::solver {
+namespace {
+
+TEST(Quickstart, FixedDatasetsAreKeptByEveryAlgorithm) {
+  Problem free_problem = quickstart();
+  auto free_plan = solve(free_problem);
+  ASSERT_TRUE(free_plan.has_value()) << free_plan.error().message;
+  ASSERT_TRUE(free_plan->feasible);
+  ASSERT_LT(free_plan->plan.datasets.size(), free_problem.datasets.size());
+
+  Problem fixed = quickstart();
+  fixed.fixed_datasets = true;
+  for (Algorithm a : {Algorithm::DepL, Algorithm::Opt}) {
+    SolveOptions options;
+    options.algorithm = a;
+    auto result = solve(fixed, options);
+    ASSERT_TRUE(result.has_value()) << result.error().message;
+    ASSERT_TRUE(result->feasible) << to_string(a) << ": " << result->reason;
+    EXPECT_EQ(result->plan.datasets.size(), fixed.datasets.size()) << to_string(a);
+    EXPECT_GE(result->figures.cost, free_plan->figures.cost - 1e-9) << to_string(a);
+  }
 }
 
 }  // namespace

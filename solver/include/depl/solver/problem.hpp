@@ -80,11 +80,16 @@ struct Pool {
 // Where a job already is when it is re-planned mid-run: the variant and pool of the phase that
 // was running and the observed loss (variance 0 at an observed point). Epoch, switch, time and
 // budget allowances in the Problem are then the *remaining* ones.
+//
+// `workers` is how many workers that phase runs with (0: none run now). A plan's first phase
+// with the same variant, pool and workers *continues* the running phase: its pods keep running,
+// so it pays no startup and no staging (and, being the same variant, no switch).
 struct StartState {
   std::string model;
   std::string pool;  // empty: no pool yet (data must be staged)
   double loss_mean = 0;
   double loss_variance = 0;
+  int workers = 0;
 };
 
 struct Problem {
@@ -105,6 +110,10 @@ struct Problem {
   int dataset_index(const std::string& name) const;
   // The listed switch from -> to, or nullptr when that switch is not allowed.
   const Switch* find_switch(const std::string& from, const std::string& to) const;
+  // True iff phase `phase_index` of a plan, placed as (model, pool, workers), continues the
+  // running phase of `start` (see StartState): only a plan's first phase can.
+  bool continues_start(std::size_t phase_index, std::size_t model, std::size_t pool,
+                       int workers) const;
 };
 
 }  // namespace depl::solver
