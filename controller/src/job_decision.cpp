@@ -275,6 +275,14 @@ class Decider {
     const bool requested = status_.value("replanRequested", false);
     const bool running = plan && progress.epoch > 0;
 
+    if (plan && solver_plan && progress.loss && *progress.loss <= full_.target.loss &&
+        spec_.value("replan", "OnDeviation") == "OnDeviation" && !spec_changed) {
+      // The observed loss meets the target: the cheapest continuation is none. The plan is cut
+      // to what ran and the job ends now instead of paying for epochs it no longer needs.
+      target_reached_early(*plan, *solver_plan, progress);
+      return false;
+    }
+
     if (!plan || !solver_plan || spec_changed || requested) {
       // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.
       if (!running || !solver_plan) {
@@ -287,6 +295,30 @@ class Decider {
       replan_remaining(*plan, *solver_plan, progress, /*adopt_always=*/false);
     }
     return run_phase();
+  }
+
+  void target_reached_early(PlanRecord plan, const solver::Plan& solver_plan,
+                            const ProgressRecord& progress) {
+    const Position pos = position_of(plan, progress);
+    update_spent(solver_plan, pos);
+    const std::size_t ran = pos.phase + (pos.done_in_phase > 0 ? 1 : 0);
+    const bool cut = ran < plan.phases.size() ||
+                     (ran > 0 && plan.phases[ran - 1].epochs != pos.done_in_phase &&
+                      pos.done_in_phase > 0);
+    if (cut) {
+      plan.phases.resize(std::max<std::size_t>(ran, 1));
+      if (pos.done_in_phase > 0) plan.phases[ran - 1].epochs = pos.done_in_phase;
+      const ProgressRecord spent = progress_from_json(status_);
+      plan.cost = spent.cost;
+      plan.duration_seconds = spent.seconds;
+      plan.loss_mean = *progress.loss;
+      plan.loss_stddev = 0;
+      plan.probability = 1;
+      adopt(plan, "Replanned", progress.epoch);
+    }
+    terminal(true, "TargetReached",
+             fmt::format("loss {:.4g} <= target {:.4g} after {} epochs", *progress.loss,
+                         full_.target.loss, progress.epoch));
   }
 
   bool replan_from_scratch(const ProgressRecord& progress, const std::optional<PlanRecord>& old) {
@@ -367,6 +399,22 @@ class Decider {
     scratch.target.deadline_seconds.reset();
     scratch.target.budget.reset();
     const solver::Figures spent = solver::evaluate(scratch, executed_prefix(solver_plan, pos));
+    if (!adopt_always) {
+      // Hysteresis: the plan in force, continued from the observed loss, is kept while it still
+      // keeps the promise and the new plan is not clearly cheaper.
+      const solver::Plan in_force = remainder_of(solver_plan, pos);
+      if (!in_force.phases.empty()) {
+        const solver::Figures kept = solver::evaluate(*rest, in_force);
+        if (kept.feasible &&
+            result->figures.cost >= kept.cost * (1.0 - options_.replan_min_savings)) {
+          PlanRecord refreshed = splice(plan, pos, spent, to_record(in_force, *rest, kept));
+          refreshed.revision = plan.revision;
+          refreshed.algorithm = plan.algorithm;
+          status_["plan"] = to_json(refreshed);
+          return true;
+        }
+      }
+    }
     PlanRecord next = splice(plan, pos, spent, record_of(*result, *rest));
     if (adopt_always || changes_course(plan, next, pos)) {
       adopt(next, "Replanned", progress.epoch);
@@ -376,6 +424,19 @@ class Decider {
       status_["plan"] = to_json(next);
     }
     return true;
+  }
+
+  // What is left of `plan` from `pos`, as a plan of the remaining problem (whose datasets are
+  // the plan's, in order).
+  static solver::Plan remainder_of(const solver::Plan& plan, const Position& pos) {
+    solver::Plan rest;
+    for (std::size_t i = 0; i < plan.datasets.size(); ++i) rest.datasets.push_back(i);
+    for (std::size_t i = pos.phase; i < plan.phases.size(); ++i) {
+      solver::Phase phase = plan.phases[i];
+      if (i == pos.phase) phase.epochs -= pos.done_in_phase;
+      if (phase.epochs > 0) rest.phases.push_back(phase);
+    }
+    return rest;
   }
 
   // ---- running ----------------------------------------------------------------------------
@@ -595,7 +656,7 @@ class Decider {
       Position end = position_of(plan, progress);
       end.done_in_phase = plan.phases[pos.phase].epochs;
       if (mapped) {
-        auto rest = remaining_problem(full_, *mapped, end, progress.loss);
+        auto rest = remaining_problem(full_, *mapped, end, progress.loss, /*pods_running=*/false);
         if (rest) {
           auto result = timed_solve(*rest);
           if (result && result->feasible) {

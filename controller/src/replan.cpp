@@ -30,7 +30,8 @@ solver::Plan executed_prefix(const solver::Plan& plan, const Position& position)
 
 Expected<solver::Problem> remaining_problem(const solver::Problem& full, const solver::Plan& plan,
                                             const Position& position,
-                                            std::optional<double> observed_loss) {
+                                            std::optional<double> observed_loss,
+                                            bool pods_running) {
   solver::Problem rest = full;
   // Keep the data the job trains on.
   rest.datasets.clear();
@@ -54,7 +55,8 @@ Expected<solver::Problem> remaining_problem(const solver::Problem& full, const s
   const solver::Phase& last = prefix.phases.back();
   rest.start = solver::StartState{full.models.at(last.model).name, full.pools.at(last.pool).name,
                                   observed_loss.value_or(spent.loss_mean),
-                                  observed_loss ? 0.0 : spent.loss_stddev * spent.loss_stddev};
+                                  observed_loss ? 0.0 : spent.loss_stddev * spent.loss_stddev,
+                                  pods_running && position.done_in_phase > 0 ? last.workers : 0};
   rest.training.max_epochs -= position.epoch;
   rest.training.max_switches = std::max(0, rest.training.max_switches - switches);
   if (rest.training.max_epochs < 1) {

@@ -8,6 +8,8 @@
 
 #include "depl/common/yaml_json.hpp"
 #include "depl/controller/job_status.hpp"
+#include "depl/solver/evaluator.hpp"
+#include "depl/solver/parse.hpp"
 
 namespace depl::controller {
 namespace {
@@ -174,6 +176,7 @@ TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
 
 TEST(JobDecision, WalksThroughPhasesToTargetReached) {
   JobView v = view_with_nodes();
+  v.job["spec"]["replan"] = "Never";  // the first plan runs as planned, phase by phase
   apply(v, decide(v, options()));
   auto plan = *plan_from_json(v.job["status"]);
   int epoch = 0;
@@ -182,7 +185,6 @@ TEST(JobDecision, WalksThroughPhasesToTargetReached) {
     epoch += plan.phases[phase].epochs;
     const double loss = phase + 1 == plan.phases.size() ? 0.3 : 1.0;
     report(v, epoch, loss);
-    v.job["status"]["plannedAtEpoch"] = epoch;  // keep this walk on the first plan
     apply(v, decide(v, options()));
     set_pods_phase(v, "Succeeded");
     Decision done = decide(v, options());
@@ -200,6 +202,61 @@ TEST(JobDecision, WalksThroughPhasesToTargetReached) {
   EXPECT_EQ(v.job["status"]["phase"], "Succeeded");
   EXPECT_EQ(condition_status(v.job["status"], "Succeeded"), true);
   EXPECT_TRUE(v.job["status"].contains("finishedAt"));
+}
+
+TEST(JobDecision, TargetReachedMidPhaseEndsTheJobAndCutsThePlan) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  const PlanRecord first = *plan_from_json(v.job["status"]);
+  ASSERT_GE(first.phases.size(), 2u);
+  ASSERT_GT(first.phases[0].epochs, 3);
+  ASSERT_FALSE(v.owned_pods.empty());
+  report(v, 3, 0.3);  // far better than predicted: the target is met in phase 0
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ((*d.status)["phase"], "Succeeded");
+  EXPECT_TRUE(has_event(d, "TargetReached"));
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());  // nobody trains on at a cost
+  const PlanRecord cut = *plan_from_json(*d.status);
+  ASSERT_EQ(cut.phases.size(), 1u);  // the plan shows what ran
+  EXPECT_EQ(cut.phases[0].epochs, 3);
+  EXPECT_EQ(cut.revision, first.revision + 1);
+  EXPECT_DOUBLE_EQ(cut.cost, (*d.status)["progress"]["cost"].get<double>());
+  EXPECT_LT(cut.cost, first.cost);
+  EXPECT_DOUBLE_EQ(cut.probability, 1.0);
+}
+
+TEST(JobDecision, ReportsOnCourseKeepThePlanInForce) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  const PlanRecord first = *plan_from_json(v.job["status"]);
+  // The loss the plan predicts after 2 epochs of its first phase: no deviation at all.
+  solver::Problem problem = *solver::parse_job_json(v.job);
+  std::ifstream pools_file(std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/pools.yaml");
+  std::stringstream pools_text;
+  pools_text << pools_file.rdbuf();
+  auto pools = solver::parse_pools_yaml(pools_text.str(), "pools.yaml");
+  ASSERT_TRUE(pools.has_value()) << pools.error().joined();
+  double loss = 0;
+  {
+    auto combined = solver::combine(problem, *pools);
+    ASSERT_TRUE(combined.has_value());
+    auto mapped = to_solver_plan(first, *combined);
+    ASSERT_TRUE(mapped.has_value());
+    loss = solver::loss_trajectory(*combined, *mapped)[2].mean;
+  }
+  report(v, 2, loss);
+  Decision d = decide(v, options());
+  EXPECT_FALSE(d.replanned);
+  EXPECT_FALSE(has_event(d, "Replanned"));
+  ASSERT_TRUE(d.status.has_value());
+  const PlanRecord kept = *plan_from_json(*d.status);
+  EXPECT_EQ(kept.revision, first.revision);
+  EXPECT_EQ(kept.phases.size(), first.phases.size());
+  // The figures are refreshed from the observed point (zero variance there): the promise only
+  // gets firmer, and the continuing phase pays no second startup.
+  EXPECT_GE(kept.probability, first.probability);
+  EXPECT_NEAR(kept.cost, first.cost, 1e-6 * first.cost);
 }
 
 TEST(JobDecision, FailedWorkerRestartsThePhaseUntilTheBackoffLimit) {

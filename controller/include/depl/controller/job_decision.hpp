@@ -37,6 +37,10 @@ struct DecideOptions {
   std::string checkpoint_root;  // overrides spec.checkpoint.path when set
   RendezvousMode rendezvous = RendezvousMode::Dns;
   solver::SolveOptions solve;
+  // A re-plan on deviation changes course only when the plan in force no longer keeps the
+  // promise from the observed loss, or the new plan is cheaper by at least this fraction. Noise
+  // alone must not move a job between pools every epoch.
+  double replan_min_savings = 0.05;
   // Measures the solver (seconds); defaults to a steady clock when empty. Injected for tests.
   std::function<double()> seconds_now;
 };

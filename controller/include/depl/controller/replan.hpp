@@ -24,10 +24,13 @@ Position position_of(const PlanRecord& plan, const ProgressRecord& progress);
 solver::Plan executed_prefix(const solver::Plan& plan, const Position& position);
 
 // The problem of the rest of the job. Fails with a sentence when nothing is left to plan with
-// (deadline, budget or epoch horizon used up).
+// (deadline, budget or epoch horizon used up). When `pods_running`, the running phase's pods are
+// still up: a remainder whose first phase keeps its variant, pool and workers continues it
+// without a new startup (solver::StartState::workers).
 Expected<solver::Problem> remaining_problem(const solver::Problem& full, const solver::Plan& plan,
                                             const Position& position,
-                                            std::optional<double> observed_loss);
+                                            std::optional<double> observed_loss,
+                                            bool pods_running = true);
 
 // The plan in force with its future replaced by `remainder` (a plan for the remaining problem):
 // completed phases stay as run; the running phase is extended when the remainder continues it
