@@ -144,13 +144,16 @@ TEST(WorkerRun, TwoRanksMatchOneRank) {
             1e-3 * single[0]["loss"].get<double>());
 }
 
-TEST(WorkerRun, OperatorModeObeysCheckpointAndExitThenResumesAsAnotherVariant) {
+TEST(WorkerRun, OperatorModeObeysCheckpointAndExitAndContinueThenResumesAsAnotherVariant) {
   DEPL_REQUIRE_FASHION_MNIST();
   TempDir dir;
   TestHttpServer server([](const RecordedRequest& r) {
     const auto report = nlohmann::json::parse(r.body);
-    // Phase 0 is stopped after its second epoch, as a re-plan that switches early would.
-    const bool stop = report["phase"] == 0 && report["epoch"] == 2;
+    // Phase 0 is stopped after its second epoch, as a re-plan that switches early would; phase 1
+    // was planned for one epoch and grew to two while it ran (the controller answers "continue"
+    // at its planned end, then "checkpointAndExit" one epoch later).
+    const bool stop = (report["phase"] == 0 && report["epoch"] == 2) ||
+                      (report["phase"] == 1 && report["epoch"] == 4);
     return CannedResponse{200,
                           stop ? R"({"action":"checkpointAndExit"})" : R"({"action":"continue"})"};
   });
@@ -169,7 +172,8 @@ TEST(WorkerRun, OperatorModeObeysCheckpointAndExitThenResumesAsAnotherVariant) {
   EXPECT_EQ(checkpoint->epoch, 2);
   EXPECT_EQ(checkpoint->variant, "quarter");
 
-  // Phase 1: the eighth-width variant from epoch 2 for one epoch, converted from the checkpoint.
+  // Phase 1: the eighth-width variant from epoch 2, planned for one epoch, converted from the
+  // checkpoint.
   WorkerConfig next = c;
   next.variant = *variant_from_name("eighth");
   next.start_epoch = 2;
@@ -179,25 +183,25 @@ TEST(WorkerRun, OperatorModeObeysCheckpointAndExitThenResumesAsAnotherVariant) {
   std::ostringstream next_out;
   auto second = run_worker(next, next_out);
   ASSERT_TRUE(second) << second.error().message;
-  EXPECT_FALSE(second->stopped_by_controller);
+  EXPECT_TRUE(second->stopped_by_controller);
   EXPECT_EQ(second->first_epoch, 2);
-  EXPECT_EQ(second->last_epoch, 3);
+  EXPECT_EQ(second->last_epoch, 4);  // past its planned end: the controller said continue
   const auto lines = lines_of(next_out.str());
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 3u);
   // Pruning keeps the strongest units: right after the switch the loss is near, not back at
   // the untrained ~2.3.
   EXPECT_LT(lines[0]["loss"].get<double>(), 1.5);
 
   const auto requests = server.requests();
-  ASSERT_EQ(requests.size(), 3u);
+  ASSERT_EQ(requests.size(), 4u);
   EXPECT_EQ(requests[0].authorization, "Bearer tok");
-  const auto last = nlohmann::json::parse(requests[2].body);
+  const auto last = nlohmann::json::parse(requests[3].body);
   EXPECT_EQ(last["phase"], 1);
-  EXPECT_EQ(last["epoch"], 3);
+  EXPECT_EQ(last["epoch"], 4);
   EXPECT_EQ(last["rank"], 0);
   auto after = read_checkpoint(checkpoint_path(c.checkpoint_dir));
   ASSERT_TRUE(after);
-  EXPECT_EQ(after->epoch, 3);
+  EXPECT_EQ(after->epoch, 4);
   EXPECT_EQ(after->variant, "eighth");
   EXPECT_EQ(after->parameters.shape().hidden, 32);
 
@@ -205,8 +209,8 @@ TEST(WorkerRun, OperatorModeObeysCheckpointAndExitThenResumesAsAnotherVariant) {
   std::ostringstream again_out;
   auto again = run_worker(next, again_out);
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->last_epoch, 3);
-  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(again->last_epoch, 4);
+  EXPECT_EQ(server.requests().size(), 4u);
 }
 
 TEST(WorkerRun, ARejectedProgressReportFailsTheRun) {

@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
   double epoch_seconds = 0.1;
   std::uint64_t seed = 0;
   app.add_option("--epoch-seconds", epoch_seconds, "wall time of one simulated epoch")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(CLI::Range(0.0, 3600.0))
+      ->envname("DEPL_SIM_EPOCH_SECONDS");
   app.add_option("--seed", seed, "random seed (default: from the job, phase, rank and start epoch)");
   CLI11_PARSE(app, argc, argv);
 
@@ -146,7 +147,10 @@ int main(int argc, char** argv) {
     progress.emplace(std::move(*client));
   }
 
-  for (int epoch = start_epoch + 1; epoch <= start_epoch + epochs; ++epoch) {
+  // DEPL_EPOCHS is the plan when the pod started. With a progress endpoint the controller has the
+  // last word: "continue" past the planned end means the plan grew, "checkpointAndExit" ends it.
+  const int planned_end = start_epoch + epochs;
+  for (int epoch = start_epoch + 1; progress || epoch <= planned_end; ++epoch) {
     std::this_thread::sleep_for(std::chrono::duration<double>(epoch_seconds));
     loss = floor + (loss - floor) * rho + sigma * noise(rng);
     loss = std::max(loss, 0.0);

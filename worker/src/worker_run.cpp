@@ -236,13 +236,16 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
     spdlog::info("event=nothing_to_do epoch={} end_epoch={}", epoch, end);
     return summary;
   }
-  while (epoch < end) {
+  // The phase ends at `end` (DEPL_START_EPOCH + DEPL_EPOCHS) unless the controller says otherwise:
+  // "continue" at or past `end` means the plan grew while the pod ran, "checkpointAndExit" ends
+  // the phase now. Rank 0 decides and broadcasts, so every rank stops after the same epoch.
+  for (;;) {
     const auto started = std::chrono::steady_clock::now();
     auto train_loss = trainer.train_epoch(data.samples, epoch + 1);
     if (!train_loss) return unexpected(train_loss.error());
     ++epoch;
     summary.last_epoch = epoch;
-    float stop = 0.0f;
+    float stop = epoch >= end ? 1.0f : 0.0f;
     if (c.rank == 0) {
       summary.last = trainer.evaluate(data.validation);
       report_line(epoch, summary.last, seconds_since(started), *train_loss);
@@ -263,6 +266,9 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
                        action.error().message);
         } else if (*action == ProgressAction::CheckpointAndExit) {
           stop = 1.0f;
+          summary.stopped_by_controller = true;
+        } else {
+          stop = 0.0f;  // continue, also past the planned end
         }
       }
     }
@@ -272,12 +278,13 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
       if (!ok) return unexpected(ok.error());
     }
     if (stop != 0.0f) {
-      spdlog::info("event=checkpoint_and_exit epoch={} rank={}", epoch, c.rank);
-      summary.stopped_by_controller = true;
+      if (epoch < end || summary.stopped_by_controller) {
+        spdlog::info("event=checkpoint_and_exit epoch={} rank={}", epoch, c.rank);
+        summary.stopped_by_controller = true;
+      }
       return summary;
     }
   }
-  return summary;
 }
 
 Expected<void> run_benchmark(const WorkerConfig& c, std::ostream& out) {
