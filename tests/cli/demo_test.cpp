@@ -1,0 +1,54 @@
+// `kubectl-depl demo`, the README's first command, run as a subprocess on the quickstart: the dev
+// cluster starts, the controller plans the job, the simulated workers train it and the demo exits
+// with the job's outcome. The epochs are paced fast; the outcome is random by design (the plan
+// promises P(target) >= 0.9), so the test checks that the job *ends* and that the exit code
+// agrees with how it ended, not that it succeeded.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "subprocess.hpp"
+
+namespace depl::cli {
+namespace {
+
+using testing::run_process;
+
+const std::string kBinary = DEPL_BINARY_DIR "/bin/kubectl-depl";
+const std::string kSource = DEPL_SOURCE_DIR;
+
+TEST(Demo, RunsTheQuickstartToAnEndAndExitsWithItsOutcome) {
+  const auto r = run_process(kBinary,
+                             {"demo", "--job", kSource + "/examples/quickstart/job.yaml", "--pools",
+                              kSource + "/examples/quickstart/pools.yaml", "--crd",
+                              kSource + "/crds/depl.dev_dependabletrainingjobs.yaml",
+                              "--epoch-seconds", "0.05", "--timeout", "240"},
+                             std::chrono::seconds(300));
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_NE(r.out.find("plan 1: "), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("P(target)"), std::string::npos) << r.out;
+  const bool succeeded = r.out.find("\njob Succeeded: ") != std::string::npos;
+  const bool failed = r.out.find("\njob Failed: ") != std::string::npos;
+  ASSERT_TRUE(succeeded || failed) << "the job did not end:\n" << r.out << r.err;
+  EXPECT_EQ(r.exit_code, succeeded ? 0 : 1) << r.out << r.err;
+  if (failed) {
+    // A failed demo keeps its logs for the user and says where.
+    EXPECT_NE(r.out.find("logs kept in "), std::string::npos) << r.out;
+  }
+}
+
+TEST(Demo, MissingJobFileIsBadInputNamingTheFlag) {
+  const auto r = run_process(kBinary, {"demo", "--job", "/nonexistent/job.yaml", "--crd",
+                                       kSource + "/crds/depl.dev_dependabletrainingjobs.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--job /nonexistent/job.yaml"), std::string::npos) << r.err;
+}
+
+TEST(Demo, BadEpochSecondsIsRejected) {
+  const auto r = run_process(kBinary, {"demo", "--epoch-seconds", "-1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--epoch-seconds"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace depl::cli
