@@ -1,0 +1,281 @@
+#include "e2e_fixture.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "depl/common/yaml_json.hpp"
+#include "depl/kube/beast_transport.hpp"
+#include "depl/kube/resource.hpp"
+
+namespace depl::e2e {
+
+namespace resources = kube::resources;
+using devcluster::testing::CommandResult;
+using devcluster::testing::run_command;
+
+namespace {
+
+// A pointer into `job` (never into a temporary copy, which is what json::value() returns).
+const json* find_condition(const json& job, const std::string& type) {
+  auto status = job.find("status");
+  if (status == job.end() || !status->is_object()) return nullptr;
+  auto list = status->find("conditions");
+  if (list == status->end() || !list->is_array()) return nullptr;
+  for (const auto& c : *list) {
+    if (c.is_object() && c.value("type", "") == type) return &c;
+  }
+  return nullptr;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string condition_status(const json& job, const std::string& type) {
+  const json* c = find_condition(job, type);
+  return c ? c->value("status", "") : "";
+}
+std::string condition_reason(const json& job, const std::string& type) {
+  const json* c = find_condition(job, type);
+  return c ? c->value("reason", "") : "";
+}
+std::string condition_message(const json& job, const std::string& type) {
+  const json* c = find_condition(job, type);
+  return c ? c->value("message", "") : "";
+}
+std::string job_phase(const json& job) {
+  return job.value("status", json::object()).value("phase", "");
+}
+
+std::optional<json> pod_env(const json& pod, const std::string& name) {
+  const json& containers = pod["spec"].value("containers", json::array());
+  if (containers.empty()) return std::nullopt;
+  for (const auto& e : containers[0].value("env", json::array())) {
+    if (e.value("name", "") != name) continue;
+    if (e.contains("value")) return e["value"];
+    if (e.contains("valueFrom")) return e["valueFrom"];
+  }
+  return std::nullopt;
+}
+
+void ControllerE2e::SetUp() {
+  if (access(kSimWorker.c_str(), X_OK) != 0)
+    GTEST_SKIP() << kSimWorker << " is not built (cmake --build <build> --target depl-sim-worker)";
+}
+
+void ControllerE2e::TearDown() {
+  stop_controller();
+  pods_.reset();
+  client_.reset();
+  if (cluster_) cluster_->stop();
+}
+
+void ControllerE2e::start_cluster(const std::string& pools_file) {
+  devcluster::DevClusterOptions options;
+  if (!pools_file.empty()) options.pools_file = (kTestData / pools_file).string();
+  options.image_map["*"] = kSimWorker.string();
+  auto started = devcluster::DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  cluster_ = std::move(*started);
+  work_dir_ = fs::path(cluster_->kubeconfig_path()).parent_path();
+  pods_ = std::make_unique<PodRecorder>(cluster_->store());
+
+  kube::ConnectionConfig connection;
+  connection.server = cluster_->url();
+  auto transport = kube::BeastTransport::create(connection);
+  ASSERT_TRUE(transport) << transport.error().message;
+  client_ = std::make_unique<kube::Client>(*transport, nullptr);
+
+  const fs::path crd_file = kRepo / "crds" / "depl.dev_dependabletrainingjobs.yaml";
+  auto crd = yaml_to_json(read_text(crd_file), crd_file.string());
+  ASSERT_TRUE(crd) << crd.error().message;
+  auto created = client_->create(resources::custom_resource_definitions(), "", *crd);
+  ASSERT_TRUE(created) << created.error().message;
+}
+
+void ControllerE2e::start_controller(std::uint16_t progress_port) {
+  ASSERT_TRUE(cluster_) << "start_cluster first";
+  controller_stop_ = std::stop_source();
+  controller_ready_ = false;
+  controller_failed_ = false;
+  controller::ControllerConfig cc;
+  cc.kubeconfig = cluster_->kubeconfig_path();
+  cc.metrics_addr = "127.0.0.1:0";
+  cc.progress_addr = fmt::format("127.0.0.1:{}", progress_port);
+  cc.health_addr = "127.0.0.1:0";
+  cc.rendezvous = controller::RendezvousMode::Loopback;
+  cc.checkpoint_root = (work_dir_ / "checkpoints").string();
+  cc.catalog_namespace = "kube-system";  // none installed: the nodes' annotations hold the figures
+  controller_ = std::jthread([this, cc, stop = controller_stop_.get_token()] {
+    auto ran =
+        controller::run_controller(cc, stop, [this](const controller::ControllerEndpoints& e) {
+          progress_url_ = e.progress_url;
+          controller_ready_ = true;
+        });
+    if (!ran) controller_error_ = ran.error().message;
+    controller_failed_ = !ran;
+  });
+  ASSERT_TRUE(wait_until([&] { return controller_ready_ || controller_failed_; }))
+      << "the controller did not start";
+  ASSERT_TRUE(controller_ready_) << "the controller failed: " << controller_error_;
+}
+
+void ControllerE2e::stop_controller() {
+  controller_stop_.request_stop();
+  if (controller_.joinable()) controller_.join();
+}
+
+json ControllerE2e::job_from(const std::string& file, const std::string& name,
+                             double epoch_seconds) const {
+  const fs::path path = kTestData / file;
+  auto job = yaml_to_json(read_text(path), path.string());
+  EXPECT_TRUE(job) << job.error().message;
+  if (!job) return json::object();
+  (*job)["metadata"]["name"] = name;
+  (*job)["metadata"]["namespace"] = "default";
+  for (json& model : (*job)["spec"]["models"]) {
+    model["env"] = json::array(
+        {{{"name", "DEPL_SIM_EPOCH_SECONDS"}, {"value", fmt::format("{}", epoch_seconds)}}});
+  }
+  return *job;
+}
+
+json ControllerE2e::create_job(const json& job) {
+  auto created = client_->create(resources::dependable_training_jobs(), "default", job);
+  EXPECT_TRUE(created) << created.error().message;
+  return created ? *created : json::object();
+}
+
+json ControllerE2e::get_job(const std::string& name) {
+  auto got = client_->get(resources::dependable_training_jobs(), "default", name);
+  return got ? *got : json::object();
+}
+
+json ControllerE2e::merge_patch_job(const std::string& name, const json& patch) {
+  auto patched = client_->patch(resources::dependable_training_jobs(), "default", name,
+                                kube::PatchType::Merge, patch);
+  EXPECT_TRUE(patched) << patched.error().message;
+  return patched ? *patched : json::object();
+}
+
+bool ControllerE2e::wait_until(const std::function<bool()>& done, std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+}
+
+json ControllerE2e::wait_job(const std::string& name, const std::function<bool(const json&)>& done,
+                             const std::string& what, std::chrono::seconds timeout) {
+  json last;
+  const bool ok = wait_until(
+      [&] {
+        last = get_job(name);
+        return done(last);
+      },
+      timeout);
+  EXPECT_TRUE(ok) << "job " << name << ": timed out waiting for " << what
+                  << "; last seen: " << last.value("status", json::object()).dump(1);
+  return last;
+}
+
+json ControllerE2e::wait_succeeded(const std::string& name) {
+  json job = wait_job(
+      name,
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(job), "Succeeded") << job.value("status", json::object()).dump(1);
+  return job;
+}
+
+std::vector<json> ControllerE2e::list(const kube::ResourceType& type,
+                                      const std::string& label_selector) {
+  kube::ListOptions options;
+  options.label_selector = label_selector;
+  auto listed = client_->list(type, type.namespaced ? "default" : "", options);
+  EXPECT_TRUE(listed) << listed.error().message;
+  if (!listed) return {};
+  return (*listed).value("items", json::array()).get<std::vector<json>>();
+}
+
+std::vector<json> ControllerE2e::pods_of(const std::string& job) {
+  return list(resources::pods(), "depl.dev/job=" + job);
+}
+
+std::vector<json> ControllerE2e::events_of(const std::string& involved) {
+  std::vector<json> out;
+  for (const auto& e : list(resources::events())) {
+    if (e.value("involvedObject", json::object()).value("name", "") == involved) out.push_back(e);
+  }
+  return out;
+}
+
+bool ControllerE2e::has_event(const std::string& involved, const std::string& reason) {
+  for (const auto& e : events_of(involved)) {
+    if (e.value("reason", "") == reason) return true;
+  }
+  return false;
+}
+
+void ControllerE2e::add_node(const std::string& name, const std::string& pool, int gpus) {
+  const json resources_json = {{"cpu", "64"},
+                               {"memory", "512Gi"},
+                               {"pods", "110"},
+                               {"nvidia.com/gpu", std::to_string(gpus)}};
+  json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{"depl.dev/pool", pool},
+          {"kubernetes.io/hostname", name},
+          {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
+        {"annotations",
+         {{"depl.dev/gpu-gflops", "120000"},
+          {"depl.dev/price-per-gpu-hour", "2.5"},
+          {"depl.dev/bandwidth", "12500000000"},
+          {"depl.dev/storage-bandwidth", "1000000000"},
+          {"depl.dev/startup-seconds", "60"}}}}},
+      {"status",
+       {{"capacity", resources_json},
+        {"allocatable", resources_json},
+        {"conditions", json::array({{{"type", "Ready"},
+                                     {"status", "True"},
+                                     {"reason", "KubeletReady"},
+                                     {"message", "added by the test"}}})}}}};
+  auto created = client_->create(resources::nodes(), "", node);
+  ASSERT_TRUE(created) << created.error().message;
+  // Creation may drop the status (as for most kinds): write it through /status too.
+  json with_status = *created;
+  with_status["status"] = node["status"];
+  auto written = client_->replace_status(resources::nodes(), with_status);
+  ASSERT_TRUE(written) << written.error().message;
+}
+
+bool ControllerE2e::kubectl_installed() {
+  return run_command({"kubectl", "version", "--client"}, {}, "", std::chrono::seconds(30))
+             .exit_code == 0;
+}
+
+CommandResult ControllerE2e::kubectl(std::vector<std::string> args, std::chrono::seconds timeout) {
+  const std::string cache = (work_dir_ / "kubecache").string();
+  args.insert(args.begin(), "kubectl");
+  return run_command(args,
+                     {{"KUBECONFIG", cluster_->kubeconfig_path()},
+                      {"KUBECACHEDIR", cache},
+                      {"HOME", cache}},
+                     "", timeout);
+}
+
+}  // namespace depl::e2e

@@ -1,0 +1,18 @@
+// A bare HTTP/1.1 POST over a loopback socket, for sending the progress endpoint what no
+// well-behaved worker would: wrong tokens, oversized and malformed bodies.
+#pragma once
+
+#include <string>
+
+namespace depl::e2e {
+
+struct HttpAnswer {
+  int status = 0;  // 0: no answer (connection failed or closed early)
+  std::string body;
+};
+
+// POSTs `body` to `url` ("http://127.0.0.1:PORT/path") with "Authorization: Bearer <token>"
+// unless `token` is empty.
+HttpAnswer http_post(const std::string& url, const std::string& token, const std::string& body);
+
+}  // namespace depl::e2e

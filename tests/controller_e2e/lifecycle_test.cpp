@@ -1,0 +1,182 @@
+// A job's life on the dev cluster: apply -> planned -> worker pods with the variant's image, the
+// worker contract in env, the pool's node selector, GPUs and an owner -> progress -> a switch of
+// variant -> Succeeded (checked with the real `kubectl wait`); suspend and resume; deletion
+// removes everything the job owns.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "depl/kube/resource.hpp"
+#include "e2e_fixture.hpp"
+
+namespace depl::e2e {
+namespace {
+
+namespace resources = kube::resources;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string image_of(const json& pod) {
+  return pod["spec"]["containers"][0].value("image", "");
+}
+
+std::string model_image(const json& job, const std::string& model) {
+  for (const auto& m : job["spec"]["models"]) {
+    if (m.value("name", "") == model) return m.value("image", "");
+  }
+  return "";
+}
+
+TEST_F(ControllerE2e, AppliedJobIsPlannedRunsItsPodsSwitchesVariantAndSucceeds) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  const json spec = job_from("job.yaml", "lifecycle", 0.1);
+  const json created = create_job(spec);
+  const std::string uid = created["metadata"].value("uid", "");
+
+  json job = wait_job(
+      "lifecycle", [](const json& j) { return condition_status(j, "Planned") == "True"; },
+      "Planned=True");
+  const json& phases = job["status"]["plan"]["phases"];
+  ASSERT_GE(phases.size(), 2u) << job["status"].dump(1);
+  const std::string first_model = phases[0].value("model", "");
+  const std::string last_model = phases[phases.size() - 1].value("model", "");
+  ASSERT_NE(first_model, last_model) << "the plan should switch variants: " << phases.dump();
+  EXPECT_EQ(phases[0].value("pool", ""), "fast");
+
+  // The first phase's pod, as the controller created it.
+  json pod;
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& p : pods_->created_for("lifecycle")) {
+      if (p["metadata"].value("name", "") == "lifecycle-p0-w0") pod = p;
+    }
+    return !pod.is_null();
+  })) << "no pod lifecycle-p0-w0";
+  EXPECT_EQ(image_of(pod), model_image(spec, first_model));
+  EXPECT_EQ(pod_env(pod, "DEPL_JOB"), json("lifecycle"));
+  EXPECT_EQ(pod_env(pod, "DEPL_NAMESPACE"), json("default"));
+  EXPECT_EQ(pod_env(pod, "DEPL_PHASE"), json("0"));
+  EXPECT_EQ(pod_env(pod, "DEPL_MODEL"), json(first_model));
+  EXPECT_EQ(pod_env(pod, "DEPL_EPOCHS"), json(std::to_string(phases[0].value("epochs", 0))));
+  EXPECT_EQ(pod_env(pod, "DEPL_START_EPOCH"), json("0"));
+  EXPECT_EQ(pod_env(pod, "DEPL_DATASETS"), json("curated"));
+  EXPECT_EQ(pod_env(pod, "DEPL_PROGRESS_URL"),
+            json(progress_url() + "/v1/namespaces/default/jobs/lifecycle/progress"));
+  EXPECT_EQ(pod_env(pod, "DEPL_PROGRESS_TOKEN"),
+            json({{"secretKeyRef", {{"name", "lifecycle-progress-token"}, {"key", "token"}}}}));
+  EXPECT_EQ(pod_env(pod, "WORLD_SIZE"), json(std::to_string(phases[0].value("workers", 0))));
+  EXPECT_EQ(pod_env(pod, "RANK"), json("0"));
+  EXPECT_EQ(pod_env(pod, "MASTER_ADDR"), json("127.0.0.1"));  // RendezvousMode::Loopback
+  EXPECT_TRUE(pod_env(pod, "MASTER_PORT").has_value());
+  EXPECT_TRUE(pod_env(pod, "DEPL_CHECKPOINT_DIR").has_value());
+  auto profile = pod_env(pod, "DEPL_LOSS_PROFILE");
+  ASSERT_TRUE(profile.has_value());
+  EXPECT_TRUE(json::parse(profile->get<std::string>(), nullptr, false).contains("floorLoss"));
+  EXPECT_EQ(pod["spec"]["nodeSelector"].value("depl.dev/pool", ""), "fast");
+  const json& resources_json = pod["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(resources_json["limits"].value("nvidia.com/gpu", ""), "1");
+  EXPECT_EQ(resources_json["requests"].value("nvidia.com/gpu", ""), "1");
+  const json& owners = pod["metadata"]["ownerReferences"];
+  ASSERT_EQ(owners.size(), 1u);
+  EXPECT_EQ(owners[0].value("kind", ""), "DependableTrainingJob");
+  EXPECT_EQ(owners[0].value("name", ""), "lifecycle");
+  EXPECT_EQ(owners[0].value("uid", ""), uid);
+  EXPECT_TRUE(owners[0].value("controller", false));
+
+  // Progress reaches the status.
+  wait_job(
+      "lifecycle",
+      [](const json& j) {
+        const json& p = j.value("status", json::object()).value("progress", json::object());
+        return p.value("epoch", 0) >= 1 && p.contains("loss");
+      },
+      "a reported epoch in status.progress");
+
+  // The end, the way a user waits for it.
+  if (kubectl_installed()) {
+    auto waited = kubectl({"wait", "--for=condition=Succeeded", "dtj/lifecycle", "--timeout=60s"},
+                          std::chrono::seconds(90));
+    EXPECT_EQ(waited.exit_code, 0) << waited.output;
+  }
+  job = wait_succeeded("lifecycle");
+  EXPECT_EQ(condition_reason(job, "Succeeded"), "TargetReached");
+  EXPECT_EQ(condition_status(job, "Succeeded"), "True");
+
+  // The switch happened: a later phase's pod ran the other variant's image, from where the
+  // first phase stopped.
+  json switched;
+  for (const auto& p : pods_->created_for("lifecycle")) {
+    if (pod_env(p, "DEPL_MODEL") == json(last_model)) switched = p;
+  }
+  ASSERT_FALSE(switched.is_null()) << "no pod ran " << last_model;
+  EXPECT_EQ(image_of(switched), model_image(spec, last_model));
+  EXPECT_NE(pod_env(switched, "DEPL_PHASE"), json("0"));
+  EXPECT_NE(pod_env(switched, "DEPL_START_EPOCH"), json("0"));
+  // Events are recorded after the status they describe is written: wait for them.
+  for (const char* reason : {"Planned", "PhaseStarted", "PhaseCompleted", "TargetReached"})
+    EXPECT_TRUE(wait_until([&] { return has_event("lifecycle", reason); })) << reason;
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(ControllerE2e, SuspendRemovesThePodsAndResumeCompletesWithProgressKept) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "pausing", 0.1));
+  wait_job(
+      "pausing",
+      [](const json& j) {
+        return j.value("status", json::object()).value("progress", json::object()).value("epoch", 0) >= 3;
+      },
+      "three reported epochs");
+
+  merge_patch_job("pausing", {{"spec", {{"suspend", true}}}});
+  json job = wait_job(
+      "pausing", [](const json& j) { return job_phase(j) == "Suspended"; }, "phase Suspended");
+  const int epoch_at_suspend = job["status"]["progress"].value("epoch", 0);
+  EXPECT_GE(epoch_at_suspend, 3);
+  EXPECT_EQ(condition_status(job, "Running"), "False");
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& p : pods_of("pausing")) {
+      if (!pod_terminal(p)) return false;
+    }
+    return true;
+  })) << "worker pods still run while suspended";
+  EXPECT_TRUE(wait_until([&] { return has_event("pausing", "Suspended"); }));
+
+  merge_patch_job("pausing", {{"spec", {{"suspend", false}}}});
+  job = wait_succeeded("pausing");
+  // Progress was kept: the epochs of before the suspension count, nothing restarted at 0.
+  EXPECT_GT(job["status"]["progress"].value("epoch", 0), epoch_at_suspend);
+  bool resumed = false;
+  for (const auto& p : pods_->created_for("pausing")) {
+    const auto start = pod_env(p, "DEPL_START_EPOCH");
+    if (start && std::stoi(start->get<std::string>()) >= epoch_at_suspend) resumed = true;
+  }
+  EXPECT_TRUE(resumed) << "no pod started from the epoch the job was suspended at";
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "doomed", 0.5));
+  const std::string selector = "depl.dev/job=doomed";
+  ASSERT_TRUE(wait_until([&] {
+    return !pods_of("doomed").empty() && !list(resources::services(), selector).empty() &&
+           !list(resources::secrets(), selector).empty();
+  })) << "the job's pod, service and secret did not all appear";
+
+  auto removed = client_->remove(resources::dependable_training_jobs(), "default", "doomed");
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_TRUE(wait_until([&] {
+    return pods_of("doomed").empty() && list(resources::services(), selector).empty() &&
+           list(resources::secrets(), selector).empty();
+  })) << "children left: pods " << pods_of("doomed").size() << ", services "
+      << list(resources::services(), selector).size() << ", secrets "
+      << list(resources::secrets(), selector).size();
+  EXPECT_TRUE(get_job("doomed").empty());
+  // The controller does not bring anything back for a job that is gone.
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace depl::e2e

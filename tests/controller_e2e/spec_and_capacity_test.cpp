@@ -1,0 +1,90 @@
+// The spec and the cluster's capacity: an invalid spec is reported (Valid=False naming the field,
+// a Warning Event, no pods) until fixed; a job the cluster cannot run waits Pending with the
+// reason until nodes are added; two jobs competing for one GPU both finish, one after the other,
+// and the pool is never promised more GPUs than it has.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "e2e_fixture.hpp"
+
+namespace depl::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST_F(ControllerE2e, InvalidSpecIsReportedWithTheFieldAndRecoversOnceFixed) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  json job = job_from("job.yaml", "broken", 0.1);
+  // Valid for the CRD's schema, invalid for the model: a switch to a variant that does not exist.
+  const json good_switching = job["spec"]["switching"];
+  job["spec"]["switching"][0]["to"] = "huge";
+  create_job(job);
+
+  job = wait_job(
+      "broken", [](const json& j) { return condition_status(j, "Valid") == "False"; },
+      "Valid=False");
+  EXPECT_EQ(condition_reason(job, "Valid"), "InvalidSpec");
+  EXPECT_THAT(condition_message(job, "Valid"), HasSubstr("spec.switching[0].to"));
+  EXPECT_EQ(job_phase(job), "Pending");
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& e : events_of("broken")) {
+      if (e.value("reason", "") == "InvalidSpec" && e.value("type", "") == "Warning" &&
+          e.value("message", "").find("spec.switching[0].to") != std::string::npos)
+        return true;
+    }
+    return false;
+  })) << "no Warning Event InvalidSpec naming the field";
+  EXPECT_TRUE(pods_of("broken").empty());
+  EXPECT_TRUE(pods_->created_for("broken").empty());
+
+  merge_patch_job("broken", {{"spec", {{"switching", good_switching}}}});
+  job = wait_job(
+      "broken", [](const json& j) { return condition_status(j, "Valid") == "True"; },
+      "Valid=True after the fix");
+  job = wait_succeeded("broken");
+  EXPECT_EQ(condition_status(job, "Planned"), "True");
+  EXPECT_FALSE(pods_->created_for("broken").empty());
+}
+
+TEST_F(ControllerE2e, InfeasibleJobWaitsPendingUntilNodesAreAdded) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster(""));  // no nodes at all
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "waiting", 0.1));
+
+  json job = wait_job(
+      "waiting", [](const json& j) { return condition_status(j, "Planned") == "False"; },
+      "Planned=False");
+  EXPECT_EQ(job_phase(job), "Pending");
+  EXPECT_EQ(condition_reason(job, "Planned"), "Infeasible");
+  EXPECT_THAT(condition_message(job, "Planned"), HasSubstr("no node pool"));
+  EXPECT_TRUE(wait_until([&] { return has_event("waiting", "Infeasible"); }));
+  EXPECT_TRUE(pods_of("waiting").empty());
+
+  ASSERT_NO_FATAL_FAILURE(add_node("late-0", "fast", 2));
+  job = wait_job(
+      "waiting", [](const json& j) { return condition_status(j, "Planned") == "True"; },
+      "Planned=True once a node exists");
+  job = wait_succeeded("waiting");
+  for (const auto& pod : pods_->created_for("waiting"))
+    EXPECT_EQ(pod["spec"]["nodeSelector"].value("depl.dev/pool", ""), "fast");
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(ControllerE2e, TwoJobsCompetingForOneGpuBothCompleteWithoutOvercommit) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-single-gpu.yaml"));
+  pods_->check_pools(true);
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "first", 0.05));
+  create_job(job_from("job.yaml", "second", 0.05));
+
+  const json first = wait_succeeded("first");
+  const json second = wait_succeeded("second");
+  EXPECT_FALSE(pods_->created_for("first").empty());
+  EXPECT_FALSE(pods_->created_for("second").empty());
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace depl::e2e
