@@ -249,6 +249,14 @@ class Decider {
   // Plans (or re-plans) when needed, then drives the running phase. Returns false when the job
   // cannot run now.
   bool plan_and_run() {
+    if (!status_.contains("plan") && !view_.unplanned_earlier_job.empty()) {
+      // Placement across jobs follows creation order: planning now would count GPUs the
+      // earlier job is about to claim. Look again shortly.
+      set_phase(phases::kPending, fmt::format("waiting for {} (created earlier) to be placed",
+                                              view_.unplanned_earlier_job));
+      decision_.requeue_after = std::chrono::seconds(1);
+      return false;
+    }
     std::vector<solver::Pool> pools;
     DiscoveredPools found =
         discover_pools(view_.nodes, view_.all_pods, view_.catalog, options_.pool_defaults,
@@ -302,9 +310,9 @@ class Decider {
     const Position pos = position_of(plan, progress);
     update_spent(solver_plan, pos);
     const std::size_t ran = pos.phase + (pos.done_in_phase > 0 ? 1 : 0);
-    const bool cut = ran < plan.phases.size() ||
-                     (ran > 0 && plan.phases[ran - 1].epochs != pos.done_in_phase &&
-                      pos.done_in_phase > 0);
+    const bool cut =
+        ran < plan.phases.size() ||
+        (ran > 0 && plan.phases[ran - 1].epochs != pos.done_in_phase && pos.done_in_phase > 0);
     if (cut) {
       plan.phases.resize(std::max<std::size_t>(ran, 1));
       if (pos.done_in_phase > 0) plan.phases[ran - 1].epochs = pos.done_in_phase;

@@ -121,6 +121,30 @@ std::vector<Reservation> JobReconciler::reservations_for(const json& job) const 
   return out;
 }
 
+std::string JobReconciler::unplanned_earlier_job(const json& job) const {
+  const std::string created = str(job["metadata"], "creationTimestamp");
+  const std::string key = str(job["metadata"], "namespace") + "/" + str(job["metadata"], "name");
+  std::string earliest;
+  for (const auto& other : caches_.jobs.list()) {
+    const json& meta = (*other)["metadata"];
+    const std::string other_key = str(meta, "namespace") + "/" + str(meta, "name");
+    const std::string other_created = str(meta, "creationTimestamp");
+    if (std::tie(other_created, other_key) >= std::tie(created, key)) continue;
+    if (meta.contains("deletionTimestamp")) continue;
+    const json& spec = other->value("spec", json::object());
+    if (spec.is_object() && spec.value("suspend", false)) continue;
+    const json& status = other->value("status", json::object());
+    const std::string phase = status.value("phase", "");
+    if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") continue;
+    // Planned (either way) or invalid: it has had its turn and claims what its plan says.
+    if (condition_status(status, "Planned").has_value()) continue;
+    if (condition_status(status, "Valid") == false) continue;
+    if (status.contains("plan")) continue;
+    if (earliest.empty() || other_key < earliest) earliest = other_key;
+  }
+  return earliest;
+}
+
 JobView JobReconciler::view_of(const json& job) const {
   JobView view;
   view.job = job;
@@ -139,6 +163,7 @@ JobView JobReconciler::view_of(const json& job) const {
       spdlog::warn("msg=\"gpu catalog entry ignored\" problem=\"{}\"", p);
   }
   view.reservations = reservations_for(job);
+  view.unplanned_earlier_job = unplanned_earlier_job(job);
   view.now = clock_.wall_now();
   return view;
 }

@@ -276,16 +276,34 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   };
   controller.watch_mapped(*nodes, unfinished_jobs);
   controller.watch_mapped(*config_maps, unfinished_jobs);
-  controller.watch_mapped(*pods, [&](const json& pod) {
-    if (kube::controller_owner_key(pod, kJobApiVersion, kJobKind))
-      return std::vector<kube::ObjectKey>{};
+  // Jobs waiting for capacity look again when it may have been freed.
+  auto pending_jobs_except = [&](const std::optional<kube::ObjectKey>& self) {
     std::vector<kube::ObjectKey> keys;
     for (const auto& job : jobs->store().list()) {
-      if (job->value("status", json::object()).value("phase", "") == "Pending") {
-        keys.push_back(kube::ObjectKey::of(*job));
-      }
+      if (job->value("status", json::object()).value("phase", "") != "Pending") continue;
+      auto key = kube::ObjectKey::of(*job);
+      if (!self || !(key.namespace_ == self->namespace_ && key.name == self->name))
+        keys.push_back(std::move(key));
     }
     return keys;
+  };
+  controller.watch_mapped(*pods, [&](const json& pod) {
+    auto owner = kube::controller_owner_key(pod, kJobApiVersion, kJobKind);
+    if (!owner) return pending_jobs_except(std::nullopt);
+    // A job's own pod frees its GPUs when it ends or goes away.
+    const std::string phase = pod.value("status", json::object()).value("phase", "");
+    const bool releasing =
+        phase == "Succeeded" || phase == "Failed" || pod["metadata"].contains("deletionTimestamp");
+    return releasing ? pending_jobs_except(owner) : std::vector<kube::ObjectKey>{};
+  });
+  // A job that finished or was suspended no longer holds its reservation. (A job waiting for an
+  // earlier one's first plan looks again on its own, see unplanned_earlier_job.)
+  controller.watch_mapped(*jobs, [&](const json& job) {
+    const json& status = job.value("status", json::object());
+    const std::string phase = status.value("phase", "");
+    const bool settled = phase == "Succeeded" || phase == "Failed" || phase == "Suspended" ||
+                         job["metadata"].contains("deletionTimestamp");
+    return settled ? pending_jobs_except(kube::ObjectKey::of(job)) : std::vector<kube::ObjectKey>{};
   });
   metrics.add_collector([&](MetricsRegistry& m) {
     m.clear("depl_jobs");

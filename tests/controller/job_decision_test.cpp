@@ -158,6 +158,31 @@ TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
   EXPECT_FALSE(fixed.create.empty());
 }
 
+TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
+  JobView v = view_with_nodes();
+  v.unplanned_earlier_job = "default/older";
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ((*d.status)["phase"], "Pending");
+  EXPECT_NE((*d.status)["message"].get<std::string>().find("default/older"), std::string::npos);
+  EXPECT_FALSE(d.status->contains("plan"));
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_FALSE(d.replanned);
+  ASSERT_TRUE(d.requeue_after.has_value());
+  apply(v, d);
+  // Once the earlier job has had its turn, this one plans.
+  v.unplanned_earlier_job.clear();
+  Decision later = decide(v, options());
+  EXPECT_EQ(condition_status(*later.status, "Planned"), true);
+  EXPECT_FALSE(later.create.empty());
+  // A job that already has a plan is not held back by a newer unplanned neighbour's ordering.
+  apply(v, later);
+  v.unplanned_earlier_job = "default/older";
+  Decision again = decide(v, options());
+  EXPECT_TRUE(again.remove.empty());
+  EXPECT_FALSE(again.status.has_value() && (*again.status)["phase"] == "Pending");
+}
+
 TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
   JobView v = view_with_nodes();
   v.nodes.clear();

@@ -28,6 +28,10 @@ struct JobView {
   std::vector<nlohmann::json> all_pods;  // every pod (for GPUs in use)
   GpuCatalog catalog;
   std::vector<Reservation> reservations;  // GPUs promised to jobs created before this one
+  // "ns/name" of a job created before this one that has not been planned yet (empty: none).
+  // Placement follows creation order: this job's first plan waits for it, or both would count
+  // the same free GPUs.
+  std::string unplanned_earlier_job;
   std::chrono::system_clock::time_point now;
 };
 

@@ -50,6 +50,8 @@ class JobReconciler {
 
  private:
   std::vector<Reservation> reservations_for(const nlohmann::json& job) const;
+  // An earlier-created job (ns/name) that may still claim capacity but has no plan yet, or "".
+  std::string unplanned_earlier_job(const nlohmann::json& job) const;
   Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
 
   kube::Client& client_;
