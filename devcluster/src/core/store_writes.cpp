@@ -344,7 +344,11 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
     track_update(before, next, default_manager(options), apply_context(type, status_endpoint),
                  now_text());
   }
-  bool finalized = old_meta.contains("deletionTimestamp") && finalizers_of(next).empty();
+  // The update that removes the last finalizer of an object being deleted is its deletion. A pod
+  // in its grace period has a deletionTimestamp and no finalizers: updating it (the kubelet's
+  // status, a label) keeps it until the kubelet deletes it with grace period 0.
+  bool finalized = old_meta.contains("deletionTimestamp") && !finalizers_of(before).empty() &&
+                   finalizers_of(next).empty();
   if (comparable(next) == comparable(before) && !finalized) {
     return ApiResult{200, before, warnings};  // no-op: no new resourceVersion, no event
   }

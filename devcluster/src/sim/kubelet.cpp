@@ -720,9 +720,8 @@ struct Kubelet::Impl {
   }
 
   void write_status(PodRun& run) {
-    // No status writes while terminating: the store treats any update of an object that has a
-    // deletionTimestamp and no finalizers as its final deletion, which would cut the grace
-    // period short.
+    // No status writes while terminating: the pod's end is its deletion (grace period 0) once
+    // its processes are gone, as a real kubelet does after the grace period.
     if (run.terminating) return;
     const std::string ph = phase(run);
     bool all_running = !run.containers.empty();

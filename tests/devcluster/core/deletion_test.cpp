@@ -146,6 +146,15 @@ TEST(GracefulPodDeletion, BoundPodsWaitForTheKubelet) {
   EXPECT_EQ(first.body["metadata"]["deletionGracePeriodSeconds"], 30);
   EXPECT_EQ(first.body["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
   EXPECT_EQ(store.get(core("pods", "default", "p")).code, 200);
+  // Updates during the grace period (the kubelet's status) keep the pod.
+  json terminating = store.get(core("pods", "default", "p")).body;
+  terminating["status"]["phase"] = "Running";
+  terminating["status"]["message"] = "stopping";
+  ASSERT_EQ(store.update(core("pods", "default", "p", "status"), terminating).code, 200);
+  terminating = store.get(core("pods", "default", "p")).body;
+  terminating["metadata"]["labels"]["seen"] = "yes";
+  ASSERT_EQ(store.update(core("pods", "default", "p"), terminating).code, 200);
+  EXPECT_EQ(store.get(core("pods", "default", "p")).code, 200);
   ASSERT_EQ(store.remove(core("pods", "default", "p"), {.grace_period_seconds = 0}).code, 200);
   EXPECT_EQ(store.get(core("pods", "default", "p")).code, 404);
   // Unbound pods go at once.
