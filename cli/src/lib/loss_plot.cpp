@@ -67,6 +67,7 @@ namespace {
 constexpr const char* kMeanColour = "#1f4e79";
 constexpr const char* kBandColour = "#5b8fc7";
 constexpr const char* kTargetColour = "#c62828";
+constexpr const char* kObservedColour = "#e8710a";
 constexpr const char* kGridColour = "#e3e6ea";
 constexpr const char* kAxisColour = "#5f6368";
 constexpr const char* kTextColour = "#202124";
@@ -102,6 +103,7 @@ struct Scene {
   std::vector<double> bounds;   // mean + kappa * sd per point
   std::vector<int> boundaries;  // cumulative epochs at phase starts, then the end
   double target = 0;
+  std::vector<ObservedLoss> observed;
 };
 
 void draw_grid_and_axes(std::string& svg, const Panel& p, int x_count, int y_count) {
@@ -192,6 +194,13 @@ void draw_series(std::string& svg, const Panel& p, const Scene& scene) {
       "stroke=\"{}\" stroke-width=\"1.8\" stroke-dasharray=\"9 5\"/>\n",
       p.prefix, p.left, p.y(scene.target), p.right, p.y(scene.target), kTargetColour);
 
+  for (const ObservedLoss& o : scene.observed) {
+    svg += fmt::format(
+        "<circle class=\"{}observed-loss\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" "
+        "stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
+        p.prefix, p.x(o.epoch), p.y(o.loss), kObservedColour);
+  }
+
   // The final state: a dot on the mean and a ring on the bound the guarantee compares.
   const LossPoint& last = scene.points.back();
   svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n",
@@ -212,14 +221,15 @@ std::pair<double, double> y_range(double low, double high, bool clamp_at_zero) {
   return {ticks.front(), ticks.back()};
 }
 
-void draw_legend(std::string& svg, double right, double top, double kappa, double target) {
+void draw_legend(std::string& svg, double right, double top, double kappa, double target,
+                 bool observed) {
   const std::string bound_label = fmt::format("guarantee bound: mean + {:.3g} sd", kappa);
   const double width = text_width(bound_label, 12) + 64;
   const double lx = right - width - 10;
   svg += fmt::format(
-      "<g class=\"legend\">\n<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"74\" "
+      "<g class=\"legend\">\n<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" "
       "rx=\"4\" fill=\"#ffffff\" fill-opacity=\"0.94\" stroke=\"{}\"/>\n",
-      lx, top, width, kGridColour);
+      lx, top, width, observed ? 94 : 74, kGridColour);
   const double x = lx + 10;
   const double x2 = lx + 42;
   double y = top + 18;
@@ -239,8 +249,16 @@ void draw_legend(std::string& svg, double right, double top, double kappa, doubl
   svg += fmt::format(
       "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
       "stroke-width=\"1.8\" stroke-dasharray=\"9 5\"/>\n"
-      "<text x=\"{:.1f}\" y=\"{:.1f}\">target loss {:.4g}</text>\n</g>\n",
+      "<text x=\"{:.1f}\" y=\"{:.1f}\">target loss {:.4g}</text>\n",
       x, y, x2, y, kTargetColour, lx + 50, y + 4, target);
+  if (observed) {
+    y += 20;
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\">observed loss</text>\n",
+        (x + x2) / 2, y, kObservedColour, lx + 50, y + 4);
+  }
+  svg += "</g>\n";
 }
 
 }  // namespace
@@ -250,9 +268,10 @@ Expected<std::string> loss_plot_svg(const solver::Problem& problem, const solver
   Scene scene;
   scene.points = solver::loss_trajectory(problem, plan);
   if (scene.points.size() < 2) return depl::error("plot: the plan has no phases to draw");
-  const Figures figures = solver::evaluate(problem, plan);
+  const Figures figures = options.recorded ? *options.recorded : solver::evaluate(problem, plan);
   const double kappa = figures.kappa;
   scene.target = problem.target.loss;
+  scene.observed = options.observed;
   for (const LossPoint& pt : scene.points) {
     scene.bounds.push_back(pt.mean + kappa * std::sqrt(std::max(0.0, pt.variance)));
   }
@@ -260,7 +279,8 @@ Expected<std::string> loss_plot_svg(const solver::Problem& problem, const solver
   for (const solver::Phase& ph : plan.phases) {
     scene.boundaries.push_back(scene.boundaries.back() + ph.epochs);
   }
-  const int epochs = scene.points.back().epoch;
+  int epochs = scene.points.back().epoch;
+  for (const ObservedLoss& o : scene.observed) epochs = std::max(epochs, o.epoch);
   const double width = options.width;
   const double height = options.height;
 
@@ -274,6 +294,10 @@ Expected<std::string> loss_plot_svg(const solver::Problem& problem, const solver
   for (std::size_t i = 0; i < scene.points.size(); ++i) {
     lo = std::min(lo, scene.points[i].mean);
     hi = std::max(hi, scene.bounds[i]);
+  }
+  for (const ObservedLoss& o : scene.observed) {
+    lo = std::min(lo, o.loss);
+    hi = std::max(hi, o.loss);
   }
   std::tie(main.y_min, main.y_max) = y_range(lo, hi, lo >= 0);
 
@@ -309,17 +333,19 @@ Expected<std::string> loss_plot_svg(const solver::Problem& problem, const solver
   svg += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\" font-size=\"12\" fill=\"{3}\">\n"
-      "<title>Predicted loss of the plan</title>\n"
+      "<title>{4}</title>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n",
-      options.width, options.height, kFont, kTextColour);
+      options.width, options.height, kFont, kTextColour,
+      xml_escape(options.title.empty() ? "Predicted loss of the plan" : options.title));
 
   // Title: what the plan costs and how likely it is to reach the target.
   const std::string algorithm =
       options.algorithm.empty() ? "" : fmt::format(" ({} plan)", options.algorithm);
   svg += fmt::format(
-      "<text x=\"{}\" y=\"30\" font-size=\"18\" font-weight=\"bold\">Predicted validation loss{}"
+      "<text x=\"{}\" y=\"30\" font-size=\"18\" font-weight=\"bold\">{}{}"
       "{}</text>\n",
-      main.left, xml_escape(algorithm),
+      main.left, xml_escape(options.title.empty() ? "Predicted validation loss" : options.title),
+      xml_escape(algorithm),
       figures.feasible ? ""
                        : fmt::format("<tspan fill=\"{}\"> · infeasible</tspan>", kTargetColour));
   std::string probability = format_probability(figures.probability);
@@ -378,7 +404,7 @@ Expected<std::string> loss_plot_svg(const solver::Problem& problem, const solver
   svg += fmt::format(
       "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\" font-weight=\"bold\">target {:.4g}</text>\n",
       main.left + 8, main.y(scene.target) - 7, kTargetColour, scene.target);
-  draw_legend(svg, main.right, main.top + 44, kappa, scene.target);
+  draw_legend(svg, main.right, main.top + 44, kappa, scene.target, !scene.observed.empty());
 
   // Zoom panel: title and the numbers the guarantee compares.
   svg += fmt::format(
