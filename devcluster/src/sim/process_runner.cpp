@@ -43,6 +43,10 @@ Expected<std::unique_ptr<RunningProcess>> RunningProcess::start(
   posix_spawn_file_actions_addopen(&actions, 1, spec.log_path.c_str(),
                                    O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Nothing else of ours leaks into a container: without this, every listening socket of the
+  // process hosting the cluster (the API server, an in-process controller's endpoints) stays
+  // open in each container, and a restarted server cannot bind its port again.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   if (!spec.working_dir.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, spec.working_dir.c_str());
   }

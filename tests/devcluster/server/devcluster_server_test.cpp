@@ -239,6 +239,21 @@ TEST_F(DevClusterTest, KubeletResolvesEnvironmentFromSecretsAndConfigMaps) {
   EXPECT_EQ(logs.body, "secret fast default " + ip + "\n");
 }
 
+TEST_F(DevClusterTest, ContainersInheritNoFileDescriptorsBeyondTheirStdio) {
+  // The test process holds the API server's listening socket (and more): a container that
+  // inherited them would keep the port bound after the server stops.
+  create_pod(
+      {{"restartPolicy", "Never"},
+       {"containers",
+        {shell_container("for f in /proc/self/fd/*; do echo \"${f##*/} $(readlink $f)\"; done")}}},
+      "fds");
+  ASSERT_TRUE(eventually([&] { return phase("fds") == "Succeeded"; }));
+  auto logs = http_request(port(), "GET", "/api/v1/namespaces/default/pods/fds/log");
+  ASSERT_EQ(logs.status, 200) << logs.body;
+  EXPECT_EQ(logs.body.find("socket:"), std::string::npos) << logs.body;
+  EXPECT_NE(logs.body.find("0 /dev/null"), std::string::npos) << logs.body;
+}
+
 TEST_F(DevClusterTest, DeletionSendsSigtermThenSigkillAfterTheGracePeriod) {
   // Handles SIGTERM: gone well before a long grace period.
   create_pod(
