@@ -3,6 +3,10 @@
 // (DEPL_LOSS_PROFILE: l = f + (l - f) * rho + N(0, sigma^2), plus the switch jump when the phase
 // starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
 // The demo and the end-to-end tests use it as a stand-in for a real trainer.
+//
+// Test-only knob: DEPL_SIM_FAIL_AT_EPOCH=N makes the worker exit 1 right after reporting epoch N,
+// unless it resumed from a checkpoint at epoch N or later: a pod fails once, and its replacement
+// resumes from the checkpoint and runs on (tests/controller_e2e).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -98,6 +102,8 @@ int main(int argc, char** argv) {
   const int rank = env_int("RANK", 0);
   const int epochs = env_int("DEPL_EPOCHS", 1);
   const int start_epoch = env_int("DEPL_START_EPOCH", 0);
+  const int fail_at_epoch =
+      env("DEPL_SIM_FAIL_AT_EPOCH") ? env_int("DEPL_SIM_FAIL_AT_EPOCH", 1) : 0;
   const std::string profile_text = env("DEPL_LOSS_PROFILE").value_or("");
   json profile = json::parse(profile_text, nullptr, false);
   if (!profile.is_object()) {
@@ -124,7 +130,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path checkpoint_file =
       std::filesystem::path(env("DEPL_CHECKPOINT_DIR").value_or(".")) / "sim-checkpoint.json";
   double loss = l0;
+  int resumed_epoch = 0;
   if (auto c = read_checkpoint(checkpoint_file)) {
+    resumed_epoch = c->epoch;
     loss = c->loss;
     if (!c->model.empty() && c->model != model) {
       const json jump = profile.value("switchJump", json::object());
@@ -163,6 +171,12 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "depl-sim-worker: progress report for epoch {} failed: {}\n", epoch,
                  answer.error().message);
       return answer.error().rejected ? 3 : 4;
+    }
+    if (epoch == fail_at_epoch && resumed_epoch < fail_at_epoch) {
+      fmt::print(stderr,
+                 "depl-sim-worker: simulated failure after epoch {} (DEPL_SIM_FAIL_AT_EPOCH)\n",
+                 epoch);
+      return 1;
     }
     if (*answer == depl::worker::ProgressAction::CheckpointAndExit) {
       spdlog::info("event=checkpoint_and_exit epoch={}", epoch);
