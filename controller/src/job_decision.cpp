@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <optional>
+#include <set>
 
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/replan.hpp"
@@ -67,6 +69,44 @@ std::string summarise(const std::vector<std::string>& messages) {
   return out;
 }
 
+// A pool's figures as the status remembers them (everything but its free GPUs), so a plan can
+// still be evaluated after the pool's nodes are gone.
+json pool_figures(const solver::Pool& pool) {
+  return json{{"gpuType", pool.gpu_type},
+              {"gpuGflops", pool.gpu_gflops},
+              {"pricePerGpuHour", pool.price_per_gpu_hour},
+              {"bandwidth", pool.bandwidth},
+              {"storageBandwidth", pool.storage_bandwidth},
+              {"startupSeconds", pool.startup_seconds},
+              {"interPool", pool.inter_pool}};
+}
+
+// A pool the cluster no longer has, rebuilt from remembered figures, with no GPUs: the phases
+// that ran there stay evaluable and nothing new is placed there.
+std::optional<solver::Pool> vanished_pool(const std::string& name, const json& figures) {
+  if (!figures.is_object()) return std::nullopt;
+  auto number = [&](const char* key) {
+    auto it = figures.find(key);
+    return it != figures.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  solver::Pool pool;
+  pool.name = name;
+  pool.gpu_type = str(figures, "gpuType");
+  pool.gpus = 0;
+  pool.gpu_gflops = number("gpuGflops");
+  pool.price_per_gpu_hour = number("pricePerGpuHour");
+  pool.bandwidth = number("bandwidth");
+  pool.storage_bandwidth = number("storageBandwidth");
+  pool.startup_seconds = number("startupSeconds");
+  if (auto links = figures.find("interPool"); links != figures.end() && links->is_object()) {
+    for (const auto& [source, bw] : links->items()) {
+      if (bw.is_number()) pool.inter_pool[source] = bw.get<double>();
+    }
+  }
+  if (pool.gpu_gflops <= 0) return std::nullopt;
+  return pool;
+}
+
 double default_seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -113,6 +153,7 @@ class Decider {
   // ---- outcomes -------------------------------------------------------------------------
 
   Decision finish() {
+    if (pools_known_) remember_pool_figures();
     status_["observedGeneration"] = generation_;
     if (status_ != original_status_) decision_.status = status_;
     return std::move(decision_);
@@ -196,6 +237,47 @@ class Decider {
     delete_pods(/*only_running=*/true);
   }
 
+  // ---- pools the plan names -----------------------------------------------------------------
+
+  // Pools the plan in force names that discovery no longer finds (their nodes were deleted or
+  // are not ready) come back from status.poolFigures with no GPUs.
+  void add_vanished_pools(std::vector<solver::Pool>& pools) {
+    auto plan = plan_from_json(status_);
+    if (!plan) return;
+    const json remembered = status_.value("poolFigures", json::object());
+    for (const auto& phase : plan->phases) {
+      const bool present = std::any_of(pools.begin(), pools.end(),
+                                       [&](const solver::Pool& p) { return p.name == phase.pool; });
+      if (present || !remembered.contains(phase.pool)) continue;
+      if (auto pool = vanished_pool(phase.pool, remembered[phase.pool])) {
+        pools.push_back(*pool);
+        vanished_.insert(phase.pool);
+      }
+    }
+    std::sort(pools.begin(), pools.end(),
+              [](const solver::Pool& a, const solver::Pool& b) { return a.name < b.name; });
+  }
+
+  // Keeps the figures of the pools the plan in force names (and only those).
+  void remember_pool_figures() {
+    auto plan = plan_from_json(status_);
+    if (!plan) {
+      status_.erase("poolFigures");
+      return;
+    }
+    json remembered = status_.value("poolFigures", json::object());
+    json next = json::object();
+    for (const auto& phase : plan->phases) {
+      const int k = full_.pool_index(phase.pool);
+      if (k >= 0 && vanished_.count(phase.pool) == 0) {
+        next[phase.pool] = pool_figures(full_.pools[static_cast<std::size_t>(k)]);
+      } else if (remembered.contains(phase.pool)) {
+        next[phase.pool] = remembered[phase.pool];
+      }
+    }
+    status_["poolFigures"] = next;
+  }
+
   // ---- planning ---------------------------------------------------------------------------
 
   double seconds_now() const {
@@ -262,6 +344,7 @@ class Decider {
         discover_pools(view_.nodes, view_.all_pods, view_.catalog, options_.pool_defaults,
                        str(job_["metadata"], "uid"), view_.reservations);
     pool_labels_ = found.pool_label;
+    add_vanished_pools(found.pools);
     auto full = solver::combine(problem_, found.pools);
     if (!full) {
       infeasible(fmt::format("no node pool with free GPUs{}{}", found.notes.empty() ? "" : ": ",
@@ -270,13 +353,20 @@ class Decider {
       return false;
     }
     full_ = std::move(*full);
+    pools_known_ = true;
 
     ProgressRecord progress = progress_from_json(status_);
     std::optional<PlanRecord> plan = plan_from_json(status_);
     std::optional<solver::Plan> solver_plan;
+    bool pool_lost = false;  // the running phase or a later one is on a pool that is gone
     if (plan) {
       auto mapped = to_solver_plan(*plan, full_);
       if (mapped) solver_plan = *mapped;
+      const Position pos = position_of(*plan, progress);
+      for (std::size_t i = pos.phase; i < plan->phases.size(); ++i) {
+        const bool done = i == pos.phase && pos.done_in_phase >= plan->phases[i].epochs;
+        if (!done && vanished_.count(plan->phases[i].pool) > 0) pool_lost = true;
+      }
     }
     const bool spec_changed =
         status_.contains("observedGeneration") && status_["observedGeneration"] != generation_;
@@ -291,9 +381,9 @@ class Decider {
       return false;
     }
 
-    if (!plan || !solver_plan || spec_changed || requested) {
+    if (!plan || !solver_plan || spec_changed || requested || pool_lost) {
       // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.
-      if (!running || !solver_plan) {
+      if (!running || !solver_plan || pool_lost) {
         if (!replan_from_scratch(progress, plan)) return false;
       } else if (!replan_remaining(*plan, *solver_plan, progress, /*adopt_always=*/true)) {
         return false;
@@ -733,6 +823,8 @@ class Decider {
   solver::Problem full_;
   solver::Plan solver_plan_for_launch_;
   std::map<std::string, std::string> pool_labels_;
+  std::set<std::string> vanished_;  // pools of the plan rebuilt from status.poolFigures
+  bool pools_known_ = false;        // full_ holds the cluster's pools
   double last_solve_seconds_ = 0;
   Decision decision_;
 };

@@ -183,6 +183,45 @@ TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   EXPECT_FALSE(again.status.has_value() && (*again.status)["phase"] == "Pending");
 }
 
+TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["target"].erase("deadlineSeconds");  // either pool can finish the job
+  apply(v, decide(v, options()));
+  const std::string lost = plan_from_json(v.job["status"])->phases[0].pool;
+  ASSERT_TRUE(v.job["status"]["poolFigures"].contains(lost)) << v.job["status"].dump(1);
+  report(v, 2, 1.8);
+  // The pool's nodes are deleted, and their pods with them.
+  std::erase_if(v.nodes,
+                [&](const json& n) { return n["metadata"]["labels"]["depl.dev/pool"] == lost; });
+  v.owned_pods.clear();
+
+  Decision d = decide(v, options());
+  EXPECT_TRUE(has_event(d, "Replanned"));
+  ASSERT_TRUE(d.status.has_value());
+  auto plan = plan_from_json(*d.status);
+  ASSERT_TRUE(plan.has_value());
+  // What ran on the lost pool stays in the plan; everything after runs elsewhere.
+  EXPECT_EQ(plan->phases[0].pool, lost);
+  EXPECT_EQ(plan->phases[0].epochs, 2);
+  ASSERT_GE(plan->phases.size(), 2u);
+  for (std::size_t i = 1; i < plan->phases.size(); ++i) EXPECT_NE(plan->phases[i].pool, lost);
+  EXPECT_GT((*d.status)["progress"]["cost"].get<double>(), 0.0);  // the lost pool's epochs cost
+
+  // It settles: no re-plan loop, and the next phase's pods go to the remaining pool.
+  bool created = false;
+  for (int round = 0; round < 4 && !created; ++round) {
+    apply(v, d);
+    d = decide(v, options());
+    EXPECT_FALSE(has_event(d, "Replanned")) << "round " << round;
+    for (const auto& o : d.create) {
+      if (o["kind"] != "Pod") continue;
+      created = true;
+      EXPECT_NE(o["spec"]["nodeSelector"]["depl.dev/pool"], lost);
+    }
+  }
+  EXPECT_TRUE(created);
+}
+
 TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
   JobView v = view_with_nodes();
   v.nodes.clear();
