@@ -191,8 +191,7 @@ json ControllerE2e::wait_job(const std::string& name, const std::function<bool(c
 
 json ControllerE2e::wait_succeeded(const std::string& name) {
   json job = wait_job(
-      name,
-      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      name, [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
       "the job to finish");
   EXPECT_EQ(job_phase(job), "Succeeded") << job.value("status", json::object()).dump(1);
   return job;
@@ -232,28 +231,27 @@ void ControllerE2e::add_node(const std::string& name, const std::string& pool, i
                                {"memory", "512Gi"},
                                {"pods", "110"},
                                {"nvidia.com/gpu", std::to_string(gpus)}};
-  json node = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata",
-       {{"name", name},
-        {"labels",
-         {{"depl.dev/pool", pool},
-          {"kubernetes.io/hostname", name},
-          {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
-        {"annotations",
-         {{"depl.dev/gpu-gflops", "120000"},
-          {"depl.dev/price-per-gpu-hour", "2.5"},
-          {"depl.dev/bandwidth", "12500000000"},
-          {"depl.dev/storage-bandwidth", "1000000000"},
-          {"depl.dev/startup-seconds", "60"}}}}},
-      {"status",
-       {{"capacity", resources_json},
-        {"allocatable", resources_json},
-        {"conditions", json::array({{{"type", "Ready"},
-                                     {"status", "True"},
-                                     {"reason", "KubeletReady"},
-                                     {"message", "added by the test"}}})}}}};
+  json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata",
+                {{"name", name},
+                 {"labels",
+                  {{"depl.dev/pool", pool},
+                   {"kubernetes.io/hostname", name},
+                   {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
+                 {"annotations",
+                  {{"depl.dev/gpu-gflops", "120000"},
+                   {"depl.dev/price-per-gpu-hour", "2.5"},
+                   {"depl.dev/bandwidth", "12500000000"},
+                   {"depl.dev/storage-bandwidth", "1000000000"},
+                   {"depl.dev/startup-seconds", "60"}}}}},
+               {"status",
+                {{"capacity", resources_json},
+                 {"allocatable", resources_json},
+                 {"conditions", json::array({{{"type", "Ready"},
+                                              {"status", "True"},
+                                              {"reason", "KubeletReady"},
+                                              {"message", "added by the test"}}})}}}};
   auto created = client_->create(resources::nodes(), "", node);
   ASSERT_TRUE(created) << created.error().message;
   // Creation may drop the status (as for most kinds): write it through /status too.
@@ -271,11 +269,9 @@ bool ControllerE2e::kubectl_installed() {
 CommandResult ControllerE2e::kubectl(std::vector<std::string> args, std::chrono::seconds timeout) {
   const std::string cache = (work_dir_ / "kubecache").string();
   args.insert(args.begin(), "kubectl");
-  return run_command(args,
-                     {{"KUBECONFIG", cluster_->kubeconfig_path()},
-                      {"KUBECACHEDIR", cache},
-                      {"HOME", cache}},
-                     "", timeout);
+  return run_command(
+      args, {{"KUBECONFIG", cluster_->kubeconfig_path()}, {"KUBECACHEDIR", cache}, {"HOME", cache}},
+      "", timeout);
 }
 
 }  // namespace depl::e2e

@@ -1,1 +1,118 @@
+// Things going wrong while a job runs: a worker pod fails (recreated, resumed from the
+// checkpoint), the pool's node is deleted (re-planned onto the remaining pool), and the
+// controller stops mid-phase and starts again (no duplicate pods, running pods kept, the job
+// completes). Each ends with the job Succeeded.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include "e2e_fixture.hpp"
+
+namespace depl::e2e {
+namespace {
+
+using ::testing::IsEmpty;
+
+int progress_epoch(const json& job) {
+  auto status = job.find("status");
+  if (status == job.end() || !status->contains("progress")) return 0;
+  return (*status)["progress"].value("epoch", 0);
+}
+
+TEST_F(ControllerE2e, FailedWorkerPodIsRecreatedAndResumesFromTheCheckpoint) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  json job = job_from("job.yaml", "flaky", 0.05);
+  // The first phase's variant fails once, right after reporting epoch 3.
+  for (json& model : job["spec"]["models"]) {
+    if (model["name"] == "small")
+      model["env"].push_back({{"name", "DEPL_SIM_FAIL_AT_EPOCH"}, {"value", "3"}});
+  }
+  create_job(job);
+  job = wait_succeeded("flaky");
+
+  const auto uids = pods_->incarnations("default", "flaky-p0-w0");
+  ASSERT_EQ(uids.size(), 2u) << "the failed pod should have been recreated once";
+  std::vector<std::string> starts;
+  for (const auto& pod : pods_->created_for("flaky")) {
+    if (pod["metadata"].value("name", "") == "flaky-p0-w0")
+      starts.push_back(pod_env(pod, "DEPL_START_EPOCH")->get<std::string>());
+  }
+  // The replacement starts where the failed pod's last report left the job.
+  EXPECT_EQ(starts, (std::vector<std::string>{"0", "3"}));
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& e : events_of("flaky")) {
+      if (e.value("reason", "") == "WorkerFailed" &&
+          e.value("message", "").find("exit code 1") != std::string::npos)
+        return true;
+    }
+    return false;
+  })) << "no WorkerFailed event with the exit code";
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(ControllerE2e, DeletedNodeMidPhaseIsReplannedOntoTheRemainingPool) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-two.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "moving", 0.1));
+  json job = wait_job(
+      "moving", [](const json& j) { return progress_epoch(j) >= 2; }, "two reported epochs");
+  ASSERT_EQ(job["status"]["progress"].value("pool", ""), "fast") << job["status"].dump(1);
+  const int epoch_before = progress_epoch(job);
+
+  auto deleted = cluster_->delete_node("fast-0");
+  ASSERT_TRUE(deleted) << deleted.error().message;
+  job = wait_job(
+      "moving",
+      [](const json& j) {
+        return j.value("status", json::object())
+                   .value("progress", json::object())
+                   .value("pool", "") == "spare";
+      },
+      "the job to move to the spare pool");
+  EXPECT_TRUE(wait_until([&] { return has_event("moving", "Replanned"); }));
+  job = wait_succeeded("moving");
+  EXPECT_GT(progress_epoch(job), epoch_before);
+  bool ran_on_spare = false;
+  for (const auto& pod : pods_->created_for("moving")) {
+    if (pod["spec"]["nodeSelector"].value("depl.dev/pool", "") == "spare") {
+      ran_on_spare = true;
+      // It continued: nothing started over from epoch 0 after the node was lost.
+      EXPECT_NE(pod_env(pod, "DEPL_START_EPOCH"), json("0"));
+    }
+  }
+  EXPECT_TRUE(ran_on_spare);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(ControllerE2e, ControllerRestartedMidPhaseCreatesNoDuplicatePodsAndTheJobCompletes) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  // The restarted controller listens on the same progress port (as a Service address would
+  // stay the same), so workers reporting during the gap retry and reach it.
+  const std::string url = progress_url();
+  const auto port = static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
+  json job = job_from("job.yaml", "steady", 0.15);
+  job["spec"]["training"]["workers"]["min"] = 2;  // two ranks per phase
+  create_job(job);
+  job = wait_job(
+      "steady", [](const json& j) { return progress_epoch(j) >= 2; }, "two reported epochs");
+  ASSERT_EQ(job["status"]["plan"]["phases"][0].value("workers", 0), 2);
+
+  stop_controller();
+  const auto running_before = pods_of("steady");
+  ASSERT_NO_FATAL_FAILURE(start_controller(port));
+  job = wait_succeeded("steady");
+
+  // The pods that ran when the controller stopped were adopted, not replaced.
+  for (const auto& pod : running_before) {
+    const std::string name = pod["metadata"].value("name", "");
+    if (pod_terminal(pod)) continue;
+    EXPECT_EQ(pods_->incarnations("default", name).size(), 1u) << name << " was recreated";
+  }
+  // Every (phase, rank) had one pod at a time, all along.
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+  EXPECT_GE(pods_->created_for("steady").size(), 4u);  // two phases of two ranks
+}
+
+}  // namespace
+}  // namespace depl::e2e

@@ -124,7 +124,9 @@ TEST_F(ControllerE2e, SuspendRemovesThePodsAndResumeCompletesWithProgressKept) {
   wait_job(
       "pausing",
       [](const json& j) {
-        return j.value("status", json::object()).value("progress", json::object()).value("epoch", 0) >= 3;
+        return j.value("status", json::object())
+                   .value("progress", json::object())
+                   .value("epoch", 0) >= 3;
       },
       "three reported epochs");
 
@@ -170,9 +172,9 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
   EXPECT_TRUE(wait_until([&] {
     return pods_of("doomed").empty() && list(resources::services(), selector).empty() &&
            list(resources::secrets(), selector).empty();
-  })) << "children left: pods " << pods_of("doomed").size() << ", services "
-      << list(resources::services(), selector).size() << ", secrets "
-      << list(resources::secrets(), selector).size();
+  })) << "children left: pods "
+      << pods_of("doomed").size() << ", services " << list(resources::services(), selector).size()
+      << ", secrets " << list(resources::secrets(), selector).size();
   EXPECT_TRUE(get_job("doomed").empty());
   // The controller does not bring anything back for a job that is gone.
   EXPECT_THAT(pods_->violations(), IsEmpty());

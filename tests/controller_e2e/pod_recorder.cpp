@@ -122,9 +122,9 @@ void PodRecorder::check(const std::string& changed_node) {
   for (const auto& [key, pod] : live_) {
     const std::string job = label(pod, "depl.dev/job");
     if (job.empty() || pod_terminal(pod)) continue;
-    const std::string slot = fmt::format("{}/{} phase {} rank {}", str(pod["metadata"], "namespace"),
-                                         job, label(pod, "depl.dev/phase"),
-                                         label(pod, "depl.dev/rank"));
+    const std::string slot =
+        fmt::format("{}/{} phase {} rank {}", str(pod["metadata"], "namespace"), job,
+                    label(pod, "depl.dev/phase"), label(pod, "depl.dev/rank"));
     by_slot[slot].push_back(key);
   }
   for (const auto& [slot, keys] : by_slot) {
@@ -146,8 +146,8 @@ void PodRecorder::check(const std::string& changed_node) {
           bound += gpu_request(pod);
       }
       if (bound > capacity) {
-        violations_.push_back(fmt::format("node {} has {} GPUs bound, allocatable {}",
-                                          changed_node, bound, capacity));
+        violations_.push_back(fmt::format("node {} has {} GPUs bound, allocatable {}", changed_node,
+                                          bound, capacity));
       }
     }
   }
@@ -162,7 +162,8 @@ void PodRecorder::check(const std::string& changed_node) {
   std::map<std::string, int> promised;
   for (const auto& [key, pod] : live_) {
     if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
-    const std::string pool = str(pod["spec"].value("nodeSelector", json::object()), "depl.dev/pool");
+    const std::string pool =
+        str(pod["spec"].value("nodeSelector", json::object()), "depl.dev/pool");
     if (!pool.empty()) promised[pool] += gpu_request(pod);
   }
   for (const auto& [pool, gpus] : promised) {
