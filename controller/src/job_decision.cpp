@@ -552,12 +552,22 @@ class Decider {
     const int stop_after = pos.phase_start_epoch + plan.phases[pos.phase].epochs;
 
     // Pods of other phases that still run are leftovers (a re-plan moved on): stop them first.
+    // So are pods with this phase's number made for another plan (another pool or variant): they
+    // hold the names this phase's pods need, and may wait for a pool that is gone.
     bool leftovers = false;
     std::vector<const json*> current;
     for (const auto& pod : view_.owned_pods) {
       const int phase = label_int(pod, kPhaseLabel);
-      if (phase == static_cast<int>(pos.phase)) {
+      if (phase == static_cast<int>(pos.phase) && made_for(pod, plan.phases[pos.phase])) {
         current.push_back(&pod);
+        continue;
+      }
+      if (phase == static_cast<int>(pos.phase)) {
+        leftovers = true;
+        if (!is_terminating(pod)) {
+          decision_.remove.push_back(
+              {"Pod", str(pod["metadata"], "name"), str(pod["metadata"], "uid")});
+        }
         continue;
       }
       const std::string ph = pod_phase(pod);
@@ -585,11 +595,18 @@ class Decider {
     status_["progress"]["pool"] = plan.phases[pos.phase].pool;
 
     if (progress.epoch >= stop_after) {
-      // The phase has done its epochs; finish it once its workers are gone.
+      // The phase has done its epochs; finish it once its workers are gone. Running workers are
+      // told to stop when they report; one that has not started (e.g. recreated just before its
+      // node went away) never reports, so it is removed.
       bool busy = false;
       for (const json* pod : current) {
         const std::string ph = pod_phase(*pod);
-        busy = busy || (ph != "Succeeded" && ph != "Failed" && !is_terminating(*pod));
+        if (ph == "Succeeded" || ph == "Failed" || is_terminating(*pod)) continue;
+        busy = true;
+        if (ph == "Pending") {
+          decision_.remove.push_back(
+              {"Pod", str((*pod)["metadata"], "name"), str((*pod)["metadata"], "uid")});
+        }
       }
       if (busy) return true;
       return advance(plan, progress, pos);
@@ -659,6 +676,21 @@ class Decider {
         decision_.create.push_back(build_worker_pod(launch, rank));
     }
     set_phase(phases::kRunning, running_message(plan, progress, pos));
+    return true;
+  }
+
+  // Whether a pod was made for `phase` of the plan in force: same pool (annotation) and variant
+  // (DEPL_MODEL). Pods without these marks are taken as matching.
+  static bool made_for(const json& pod, const PhaseRecord& phase) {
+    const json& annotations = pod["metadata"].value("annotations", json::object());
+    const std::string pool = str(annotations, "depl.dev/pool");
+    if (!pool.empty() && pool != phase.pool) return false;
+    const json& containers = pod.value("spec", json::object()).value("containers", json::array());
+    if (containers.empty() || !containers[0].is_object()) return true;
+    for (const auto& e : containers[0].value("env", json::array())) {
+      if (e.is_object() && e.value("name", "") == "DEPL_MODEL" && e.contains("value"))
+        return e["value"] == phase.model;
+    }
     return true;
   }
 

@@ -190,10 +190,11 @@ TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
   const std::string lost = plan_from_json(v.job["status"])->phases[0].pool;
   ASSERT_TRUE(v.job["status"]["poolFigures"].contains(lost)) << v.job["status"].dump(1);
   report(v, 2, 1.8);
-  // The pool's nodes are deleted, and their pods with them.
+  // The pool's nodes are deleted, and their pods with them; the controller saw the pod go before
+  // the node and recreated it, so a pod for the lost pool waits, unschedulable.
   std::erase_if(v.nodes,
                 [&](const json& n) { return n["metadata"]["labels"]["depl.dev/pool"] == lost; });
-  v.owned_pods.clear();
+  for (auto& pod : v.owned_pods) pod["status"]["phase"] = "Pending";
 
   Decision d = decide(v, options());
   EXPECT_TRUE(has_event(d, "Replanned"));
@@ -207,6 +208,10 @@ TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
   for (std::size_t i = 1; i < plan->phases.size(); ++i) EXPECT_NE(plan->phases[i].pool, lost);
   EXPECT_GT((*d.status)["progress"]["cost"].get<double>(), 0.0);  // the lost pool's epochs cost
 
+  // The waiting pod of the lost pool has nothing left to do: removed.
+  bool removed = false;
+  for (const auto& r : d.remove) removed = removed || r.name == "quickstart-p0-w0";
+  EXPECT_TRUE(removed);
   // It settles: no re-plan loop, and the next phase's pods go to the remaining pool.
   bool created = false;
   for (int round = 0; round < 4 && !created; ++round) {
