@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
   dataset-fashion-mnist zlib1g-dev ccache
 
-.PHONY: all deps build test demo bench clean format help
+.PHONY: all deps build test test-sanitize test-tsan demo bench clean format help
 
 all: build
 
@@ -22,6 +22,8 @@ help:
 	@echo "make deps   - install the Debian packages the project needs (apt-get)"
 	@echo "make build  - Release build into $(BUILD)/ (binaries in $(BUILD)/bin)"
 	@echo "make bench  - build and run the solver benchmark"
+	@echo "make test-sanitize - the whole suite under ASan + UBSan (build-asan/)"
+	@echo "make test-tsan     - the runtime's concurrency tests under TSan (build-tsan/)"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -42,6 +44,19 @@ build: $(BUILD)/build.ninja
 
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (own build directory).
+test-sanitize: deps
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEPL_SANITIZE=address,undefined -DDEPL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+# ThreadSanitizer on the concurrency of the Kubernetes runtime (work queue, store, informers,
+# leader election).
+test-tsan: deps
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEPL_SANITIZE=thread -DDEPL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target kube_runtime_tests
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/kube_runtime_tests
 
 demo: deps build
 	$(BUILD)/bin/kubectl-depl demo --keep-running
