@@ -19,5 +19,6 @@ void add_simulate_command(CLI::App& app, int& exit_code);
 void add_dev_cluster_command(CLI::App& app, int& exit_code);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_status_command(CLI::App& app, int& exit_code);
+void add_profile_command(CLI::App& app, int& exit_code);
 
 }  // namespace depl::cli

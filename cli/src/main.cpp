@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   depl::cli::add_dev_cluster_command(app, exit_code);
   depl::cli::add_demo_command(app, exit_code);
   depl::cli::add_status_command(app, exit_code);
+  depl::cli::add_profile_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

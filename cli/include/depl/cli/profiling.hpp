@@ -1,0 +1,77 @@
+// `kubectl-depl profile`: the estimation step of docs/depl-model.md section 6 on the reference
+// worker. Runs K short seeded trainings per variant of depl-reference-worker in this process
+// (depl::worker::run_worker, on a clean shard of N Fashion-MNIST samples), fits each variant's
+// loss profile with solver::fit_loss_profile, and measures each requested switch (train FROM
+// for EPOCH epochs, convert the checkpoint to TO, evaluate) to fit its loss jump with
+// solver::fit_switch_jump.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "depl/common/expected.hpp"
+#include "depl/solver/fit.hpp"
+
+namespace depl::cli {
+
+// `--switch FROM:TO@EPOCH`: switch after EPOCH epochs of FROM.
+struct SwitchPoint {
+  std::string from;
+  std::string to;
+  int epoch = 0;
+};
+Expected<SwitchPoint> parse_switch_point(std::string_view text);
+
+struct ProfileRequest {
+  std::vector<std::string> variants{"full", "half", "quarter", "eighth"};
+  int runs = 3;        // K seeded runs per variant and per switch (seeds seed .. seed+K-1)
+  int epochs = 12;     // epochs per profiling run (the fit needs >= 3)
+  int samples = 2000;  // training samples per epoch: one clean shard of the training set
+  int validation_samples = 10000;  // the validation loss is over the first N test images
+  std::uint64_t seed = 1;
+  std::vector<SwitchPoint> switches;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string work_dir;  // shards file and switch checkpoints; must exist and be writable
+};
+
+// Checks the numbers and names before any training starts (every problem, one per line).
+Expected<void> validate_profile_request(const ProfileRequest& request);
+
+struct VariantProfile {
+  std::string name;
+  double width = 1;                       // hidden width as a fraction of the full variant
+  double compute_per_sample_gflop = 0;    // forward + backward: 6 FLOP per parameter
+  double parameter_bytes = 0;             // float32 gradients exchanged per step
+  std::vector<double> initial_losses;     // per run, before the first epoch
+  std::vector<std::vector<double>> runs;  // runs[k][t]: validation loss after epoch t+1
+  double epoch_seconds = 0;               // mean wall time of one training epoch here
+  // The fitted profile; reference_samples = the samples per epoch trained on (clean data, so
+  // E = N), data_exponent = 0 (one data size measured says nothing about it).
+  solver::ProfileFit fit;
+};
+
+struct SwitchProfile {
+  SwitchPoint point;
+  std::vector<double> before;  // per run: validation loss of FROM after EPOCH epochs
+  std::vector<double> after;   // the same weights converted to TO, before any training
+  solver::JumpFit jump;
+};
+
+struct ProfileResult {
+  ProfileRequest request;
+  std::vector<VariantProfile> variants;
+  std::vector<SwitchProfile> switches;
+};
+
+// After every training run: runs done, runs in total, and what just ran ("full run 2/3").
+using ProfileProgress = std::function<void(int done, int total, const std::string& what)>;
+
+// Runs everything and fits. Errors name the variant or switch and the step that failed
+// (missing data directory, unknown variant, a fit that fails on the measured curve).
+Expected<ProfileResult> run_profile(const ProfileRequest& request,
+                                    const ProfileProgress& progress = {});
+
+}  // namespace depl::cli

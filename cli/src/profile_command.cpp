@@ -1,0 +1,170 @@
+// `kubectl-depl profile`: measures loss profiles of the reference worker's variants (and the loss
+// jumps of switches between them) from short seeded runs on this machine, and prints the
+// `models` / `switching` YAML to paste into a DependableTrainingJob.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "depl/cli/profile_report.hpp"
+#include "depl/cli/profiling.hpp"
+
+namespace depl::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProfileArgs {
+  ProfileRequest request;
+  std::string variants = "full,half,quarter,eighth";
+  std::vector<std::string> switches;
+  std::string output_path;
+  std::string plot_path;
+  std::string command_line;
+};
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : list + ",") {
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else if (c != ' ') {
+      item += c;
+    }
+  }
+  return out;
+}
+
+// "[######------]  5/12  full run 2/3": redrawn in place on a terminal, one line per run
+// otherwise (logs, CI).
+void show_progress(int done, int total, const std::string& what) {
+  constexpr int kWidth = 24;
+  const int filled = total > 0 ? done * kWidth / total : kWidth;
+  const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
+                          std::string(static_cast<std::size_t>(kWidth - filled), '-');
+  if (isatty(STDERR_FILENO) != 0) {
+    fmt::print(stderr, "\r[{}] {:>3}/{}  {:<36}", bar, done, total, what);
+    if (done == total) fmt::print(stderr, "\n");
+  } else {
+    fmt::print(stderr, "[{}] {}/{} {}\n", bar, done, total, what);
+  }
+  std::fflush(stderr);
+}
+
+bool write_file(const std::string& path, const std::string& text, const char* flag) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) std::cerr << "error: " << flag << ": cannot write " << path << '\n';
+  return static_cast<bool>(out);
+}
+
+int run_profile_command(ProfileArgs& args) {
+  // The worker logs at info level; the terminal shows the progress bar and the YAML only.
+  auto logger = spdlog::stderr_logger_mt("kubectl-depl-profile");
+  logger->set_level(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+
+  args.request.variants = split_list(args.variants);
+  for (const auto& text : args.switches) {
+    auto point = parse_switch_point(text);
+    if (!point) {
+      std::cerr << "error: " << point.error().message << '\n';
+      return kExitBadInput;
+    }
+    args.request.switches.push_back(*point);
+  }
+  if (auto ok = validate_profile_request(args.request); !ok) {
+    std::cerr << "error: " << ok.error().message << '\n';
+    return kExitBadInput;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(args.request.data_dir, ec)) {
+    std::cerr << "error: --data-dir " << args.request.data_dir
+              << ": no such directory (install the Debian package dataset-fashion-mnist: make "
+                 "deps)\n";
+    return kExitBadInput;
+  }
+  char work_template[] = "/tmp/depl-profile-XXXXXX";
+  const char* work_dir = mkdtemp(work_template);
+  if (work_dir == nullptr) {
+    std::cerr << "error: cannot create a work directory under /tmp\n";
+    return kExitFailure;
+  }
+  args.request.work_dir = work_dir;
+  auto result = run_profile(args.request, show_progress);
+  fs::remove_all(work_dir, ec);
+  if (!result) {
+    std::cerr << "error: " << result.error().message << '\n';
+    return kExitFailure;
+  }
+  const std::string yaml = profile_to_yaml(*result, args.command_line);
+  if (args.output_path.empty()) {
+    std::cout << yaml;
+    std::cout.flush();
+  } else if (!write_file(args.output_path, yaml, "-o")) {
+    return kExitFailure;
+  }
+  if (!args.plot_path.empty()) {
+    auto svg = profile_plot_svg(*result);
+    if (!svg) {
+      std::cerr << "error: --plot: " << svg.error().message << '\n';
+      return kExitFailure;
+    }
+    if (!write_file(args.plot_path, *svg, "--plot")) return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Measure loss profiles and switch jumps of the reference worker's variants (short seeded "
+      "runs here) and print the models/switching YAML for a job");
+  cmd->add_option("--variants", args->variants, "comma-separated: full, half, quarter, eighth")
+      ->capture_default_str();
+  cmd->add_option("--runs", args->request.runs, "seeded runs per variant and per switch")
+      ->capture_default_str();
+  cmd->add_option("--epochs", args->request.epochs, "epochs per run (at least 3)")
+      ->capture_default_str();
+  cmd->add_option("--samples", args->request.samples, "training samples per epoch")
+      ->capture_default_str();
+  cmd->add_option("--validation-samples", args->request.validation_samples,
+                  "validation loss over the first N test images")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->request.seed, "seed of the first run (run k uses seed + k)")
+      ->capture_default_str();
+  cmd->add_option("--switch", args->switches,
+                  "FROM:TO@EPOCH: measure the loss jump of switching FROM to TO after EPOCH "
+                  "epochs (repeatable)");
+  cmd->add_option("--data-dir", args->request.data_dir, "directory of the Fashion-MNIST IDX files")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", args->output_path, "write the YAML to this file (default stdout)");
+  cmd->add_option("--plot", args->plot_path,
+                  "write an SVG of the measured curves and the fitted model to this file");
+  cmd->callback([args, &exit_code, cmd] {
+    std::string line = "kubectl-depl profile";
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() == 0 || option->get_name() == "--help") continue;
+      for (const std::string& value : option->results()) {
+        line += " " + option->get_name() + " " + value;
+      }
+    }
+    args->command_line = line;
+    exit_code = run_profile_command(*args);
+  });
+}
+
+}  // namespace depl::cli

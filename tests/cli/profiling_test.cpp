@@ -1,0 +1,266 @@
+// kubectl-depl profile: switch-point and request validation, the YAML and plot on a hand-built
+// result, and a tiny real profiling run of the reference worker on Fashion-MNIST (skipped when
+// the data is not installed) whose YAML reads back as a job's models and switching.
+#include "depl/cli/profiling.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "depl/cli/profile_report.hpp"
+#include "depl/common/yaml_json.hpp"
+#include "depl/solver/parse.hpp"
+#include "subprocess.hpp"
+#include "svg_check.hpp"
+
+namespace depl::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const std::string kDataDir = "/usr/share/datasets/fashion-mnist";
+const std::string kBinary = std::string(DEPL_BINARY_DIR) + "/bin/kubectl-depl";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool have_fashion_mnist() {
+  return fs::exists(fs::path(kDataDir) / "train-images-idx3-ubyte.gz") ||
+         fs::exists(fs::path(kDataDir) / "train-images-idx3-ubyte");
+}
+
+// A job around the profile's models and switching, as a user pastes them.
+json job_with(const json& profile, int samples) {
+  json spec = {{"target", {{"loss", 0.9}, {"probability", 0.9}}},
+               {"datasets", json::array({{{"name", "profile"}, {"samples", samples}}})},
+               {"models", profile["models"]}};
+  if (profile.contains("switching")) spec["switching"] = profile["switching"];
+  return {{"apiVersion", "depl.dev/v1alpha1"},
+          {"kind", "DependableTrainingJob"},
+          {"metadata", {{"name", "profiled"}}},
+          {"spec", spec}};
+}
+
+ProfileResult hand_built_result() {
+  ProfileResult r;
+  r.request.variants = {"full", "eighth"};
+  r.request.runs = 2;
+  r.request.epochs = 4;
+  r.request.samples = 500;
+  r.request.switches = {{"eighth", "full", 2}};
+  for (const char* name : {"full", "eighth"}) {
+    VariantProfile v;
+    v.name = name;
+    v.width = name == std::string("full") ? 1.0 : 0.125;
+    v.compute_per_sample_gflop = 0.0016;
+    v.parameter_bytes = 1077288;
+    v.initial_losses = {2.5, 2.4};
+    v.runs = {{1.5, 1.0, 0.8, 0.7}, {1.4, 1.1, 0.85, 0.72}};
+    v.fit.profile = {2.45, 0.6, 0.5, 0.05, 500, 0};
+    v.fit.squared_error = 0.01;
+    r.variants.push_back(v);
+  }
+  SwitchProfile s;
+  s.point = {"eighth", "full", 2};
+  s.before = {1.0, 1.1};
+  s.after = {1.02, 1.1};
+  s.jump = {0.01, 0.014};
+  r.switches.push_back(s);
+  return r;
+}
+
+TEST(ProfileSwitchPoint, ParsesFromToAtEpoch) {
+  auto p = parse_switch_point("eighth:full@4");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->from, "eighth");
+  EXPECT_EQ(p->to, "full");
+  EXPECT_EQ(p->epoch, 4);
+}
+
+TEST(ProfileSwitchPoint, RejectsMalformedText) {
+  for (const char* bad : {"eighth-full@4", "eighth:full", "eighth:full@0", "eighth:full@x",
+                          "eighth:full@4x", ":full@3", "full:full@3", "a@2:b"}) {
+    auto p = parse_switch_point(bad);
+    ASSERT_FALSE(p) << bad;
+    EXPECT_THAT(p.error().message, HasSubstr("--switch")) << bad;
+  }
+}
+
+TEST(ProfileRequestCheck, EveryProblemIsNamed) {
+  ProfileRequest r;
+  r.variants = {"full", "huge", "full"};
+  r.runs = 0;
+  r.epochs = 2;
+  r.samples = 70000;
+  r.switches = {{"tiny", "full", 2}};
+  auto ok = validate_profile_request(r);
+  ASSERT_FALSE(ok);
+  const std::string& m = ok.error().message;
+  EXPECT_THAT(m, HasSubstr("--variants: \"huge\""));
+  EXPECT_THAT(m, HasSubstr("\"full\" is listed twice"));
+  EXPECT_THAT(m, HasSubstr("--runs"));
+  EXPECT_THAT(m, HasSubstr("--epochs"));
+  EXPECT_THAT(m, HasSubstr("--samples"));
+  EXPECT_THAT(m, HasSubstr("--switch tiny:full@2"));
+  EXPECT_TRUE(validate_profile_request(ProfileRequest{}));
+}
+
+TEST(ProfileReport, YamlReadsBackAsAJobsModelsAndSwitching) {
+  const ProfileResult r = hand_built_result();
+  const std::string yaml = profile_to_yaml(r, "kubectl-depl profile --runs 2");
+  EXPECT_THAT(yaml, HasSubstr("kubectl-depl profile --runs 2"));
+  auto doc = yaml_to_json(yaml);
+  ASSERT_TRUE(doc) << doc.error().message;
+  auto problem = solver::parse_job_json(job_with(*doc, 500));
+  ASSERT_TRUE(problem) << problem.error().joined();
+  ASSERT_EQ(problem->models.size(), 2u);
+  EXPECT_EQ(problem->models[1].name, "eighth");
+  EXPECT_DOUBLE_EQ(problem->models[0].loss.floor_loss, 0.6);
+  EXPECT_DOUBLE_EQ(problem->models[0].loss.reference_samples, 500);
+  EXPECT_DOUBLE_EQ(problem->models[0].parameter_bytes, 1077288);
+  ASSERT_EQ(problem->switching.size(), 1u);
+  EXPECT_DOUBLE_EQ(problem->switching[0].jump_mean, 0.01);
+  EXPECT_DOUBLE_EQ(problem->switching[0].jump_stddev, 0.014);
+}
+
+TEST(ProfileReport, FittedCurveIsTheModelsEpochStep) {
+  const ProfileResult r = hand_built_result();
+  const auto curve = fitted_curve(r.variants[0], 4);
+  ASSERT_EQ(curve.size(), 5u);
+  double mean = 2.45, variance = 0;
+  for (int t = 1; t <= 4; ++t) {
+    mean = 0.6 + (mean - 0.6) * 0.5;  // E = N_ref: rho = r
+    variance = 0.25 * variance + 0.05 * 0.05;
+    EXPECT_NEAR(curve[static_cast<std::size_t>(t)].mean, mean, 1e-12);
+    EXPECT_NEAR(curve[static_cast<std::size_t>(t)].variance, variance, 1e-12);
+  }
+}
+
+TEST(ProfileReport, PlotDrawsEveryRunAndEveryFit) {
+  auto svg = profile_plot_svg(hand_built_result());
+  ASSERT_TRUE(svg) << svg.error().message;
+  const auto xml = testing::check_xml(*svg);
+  ASSERT_TRUE(xml.ok) << xml.error;
+  int runs = 0, fits = 0, jumps = 0;
+  for (const auto& e : xml.elements) {
+    auto it = e.attributes.find("class");
+    if (it == e.attributes.end()) continue;
+    runs += it->second == "measured-run";
+    fits += it->second == "fitted-mean";
+    jumps += it->second == "switch-jump";
+  }
+  EXPECT_EQ(runs, 4);
+  EXPECT_EQ(fits, 2);
+  EXPECT_EQ(jumps, 1);
+  EXPECT_FALSE(profile_plot_svg(ProfileResult{}));
+}
+
+class ProfileReferenceWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_fashion_mnist()) GTEST_SKIP() << kDataDir << " is not installed (make deps)";
+    work_ = fs::temp_directory_path() / ("depl-profile-test-" + std::to_string(getpid()));
+    fs::create_directories(work_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(work_, ec);
+  }
+  fs::path work_;
+};
+
+TEST_F(ProfileReferenceWorker, TinyRunFitsProfilesThatReadBackIntoAJob) {
+  ProfileRequest r;
+  r.variants = {"quarter", "eighth"};
+  r.runs = 2;
+  r.epochs = 3;
+  r.samples = 300;
+  r.validation_samples = 1000;
+  r.switches = {{"quarter", "eighth", 2}};
+  r.work_dir = work_.string();
+  std::vector<std::string> seen;
+  auto result = run_profile(r, [&](int done, int total, const std::string& what) {
+    EXPECT_EQ(total, 6);
+    EXPECT_EQ(done, static_cast<int>(seen.size()) + 1);
+    seen.push_back(what);
+  });
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen.front(), "quarter run 1/2");
+  EXPECT_EQ(seen.back(), "switch quarter:eighth@2 run 2/2");
+  ASSERT_EQ(result->variants.size(), 2u);
+  for (const VariantProfile& v : result->variants) {
+    ASSERT_EQ(v.runs.size(), 2u);
+    ASSERT_EQ(v.runs[0].size(), 3u);
+    EXPECT_NE(v.runs[0], v.runs[1]) << "seeds differ, so the runs must";
+    const solver::LossProfile& p = v.fit.profile;
+    EXPECT_LT(p.floor_loss, p.initial_loss) << v.name;
+    EXPECT_GE(p.floor_loss, 0) << v.name;
+    EXPECT_GT(p.decay_per_epoch, 0) << v.name;
+    EXPECT_LT(p.decay_per_epoch, 1) << v.name;
+    EXPECT_GE(p.noise_stddev, 0) << v.name;
+    EXPECT_DOUBLE_EQ(p.reference_samples, 300);
+  }
+  // A smaller variant has fewer parameters and less compute per sample.
+  EXPECT_LT(result->variants[1].parameter_bytes, result->variants[0].parameter_bytes);
+  ASSERT_EQ(result->switches.size(), 1u);
+  EXPECT_EQ(result->switches[0].before.size(), 2u);
+  EXPECT_TRUE(std::isfinite(result->switches[0].jump.mean));
+
+  auto doc = yaml_to_json(profile_to_yaml(*result, "kubectl-depl profile"));
+  ASSERT_TRUE(doc) << doc.error().message;
+  auto problem = solver::parse_job_json(job_with(*doc, 300));
+  ASSERT_TRUE(problem) << problem.error().joined();
+  EXPECT_EQ(problem->models.size(), 2u);
+  EXPECT_NEAR(problem->models[0].loss.decay_per_epoch,
+              result->variants[0].fit.profile.decay_per_epoch, 1e-5);
+  EXPECT_EQ(problem->switching.size(), 1u);
+
+  // Seeded: the same request measures the same losses.
+  auto again = run_profile(r);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->variants[0].runs, result->variants[0].runs);
+}
+
+TEST_F(ProfileReferenceWorker, BinaryWritesYamlAndPlot) {
+  const std::string yaml = (work_ / "profile.yaml").string();
+  const std::string plot = (work_ / "profile.svg").string();
+  auto got = testing::run_process(
+      kBinary, {"profile", "--variants", "eighth", "--runs", "2", "--epochs", "3", "--samples",
+                "300", "--validation-samples", "500", "-o", yaml, "--plot", plot});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_TRUE(got.out.empty()) << got.out;                // -o: nothing on stdout
+  EXPECT_THAT(got.err, HasSubstr("2/2 eighth run 2/2"));  // the progress line
+  auto doc = yaml_to_json(read_text(yaml));
+  ASSERT_TRUE(doc) << doc.error().message;
+  EXPECT_EQ((*doc)["models"][0]["name"], "eighth");
+  EXPECT_TRUE(testing::check_xml(read_text(plot)).ok);
+}
+
+TEST(ProfileCommand, BadFlagsAreBadInput) {
+  auto epochs = testing::run_process(kBinary, {"profile", "--epochs", "2"});
+  EXPECT_EQ(epochs.exit_code, 2);
+  EXPECT_THAT(epochs.err, HasSubstr("--epochs"));
+  auto variant = testing::run_process(kBinary, {"profile", "--variants", "full,huge"});
+  EXPECT_EQ(variant.exit_code, 2);
+  EXPECT_THAT(variant.err, HasSubstr("\"huge\""));
+  auto sw = testing::run_process(kBinary, {"profile", "--switch", "full-eighth"});
+  EXPECT_EQ(sw.exit_code, 2);
+  EXPECT_THAT(sw.err, HasSubstr("FROM:TO@EPOCH"));
+  auto data = testing::run_process(kBinary, {"profile", "--data-dir", "/nonexistent/fmnist"});
+  EXPECT_EQ(data.exit_code, 2);
+  EXPECT_THAT(data.err, HasSubstr("--data-dir /nonexistent/fmnist: no such directory"));
+}
+
+}  // namespace
+}  // namespace depl::cli
