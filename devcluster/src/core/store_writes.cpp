@@ -221,6 +221,14 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   ResourceRef written = ref;
   written.name = name;
   record_write("create", type, written, default_manager(options), options.user_agent, 201);
+  // The garbage collector also looks at the owners of new dependents: an object created with
+  // owner references none of which exists any more (a controller racing its owner's deletion)
+  // is deleted right away instead of living forever.
+  std::vector<std::string> owner_uids;
+  for (const auto& r : object->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+    if (r.is_object()) owner_uids.push_back(r.value("uid", ""));
+  }
+  if (!owner_uids.empty()) collect_garbage(owner_uids, {}, {});
   ObjectPtr latest = lookup(type.storage_key, key);
   return ApiResult{201, *present(type, latest ? latest : object), warnings};
 }

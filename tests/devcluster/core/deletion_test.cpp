@@ -86,6 +86,22 @@ TEST_F(StoreTest, BackgroundDeletionCollectsDependents) {
   EXPECT_EQ(store.get(core("configmaps", "default", "shared")).code, 404);
 }
 
+TEST_F(StoreTest, ObjectCreatedForAnOwnerAlreadyGoneIsCollected) {
+  // A controller that read its owner from a stale cache creates a child after the owner was
+  // deleted: the create succeeds, and the garbage collector removes the child.
+  json owner = must(store.create(core("configmaps", "default"), configmap("owner")), 201);
+  must(store.remove(core("configmaps", "default", "owner")));
+  must(store.create(core("configmaps", "default"), owned_by(configmap("late"), owner)), 201);
+  EXPECT_EQ(store.get(core("configmaps", "default", "late")).code, 404);
+  // One owner of two still there: kept.
+  json alive = must(store.create(core("configmaps", "default"), configmap("alive")), 201);
+  json both = owned_by(configmap("both"), owner);
+  both["metadata"]["ownerReferences"].push_back(
+      owned_by(configmap("x"), alive)["metadata"]["ownerReferences"][0]);
+  must(store.create(core("configmaps", "default"), both), 201);
+  EXPECT_EQ(store.get(core("configmaps", "default", "both")).code, 200);
+}
+
 TEST_F(StoreTest, ForegroundDeletionWaitsForBlockingDependents) {
   json owner = must(store.create(core("configmaps", "default"), configmap("owner")), 201);
   json child = owned_by(configmap("child"), owner, true);
