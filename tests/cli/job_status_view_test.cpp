@@ -123,6 +123,23 @@ TEST(JobStatusView, ObservedEpochsPastThePlanAreListed) {
   EXPECT_DOUBLE_EQ(*view->epochs[29].observed, 0.41);
 }
 
+TEST(JobStatusView, APhaseCutBeforeItTrainedIsSkipped) {
+  json job = running_job();
+  json& phases = job["status"]["plan"]["phases"];
+  const json cut = {{"model", "medium"}, {"epochs", 0}, {"pool", "t4"}, {"workers", 2}};
+  phases.insert(phases.begin() + 1, cut);
+  auto view = build_status_view(job);
+  ASSERT_TRUE(view);
+  ASSERT_EQ(view->epochs.size(), 28u);
+  EXPECT_TRUE(view->notes.empty()) << view->notes.front();
+  EXPECT_EQ(view->epochs[16].model, "full");
+  EXPECT_EQ(*view->epochs[16].phase, 2u);
+  // Same prediction as without the empty phase: small -> full, not via medium.
+  auto plain = build_status_view(running_job());
+  EXPECT_DOUBLE_EQ(*view->epochs[27].predicted_mean, *plain->epochs[27].predicted_mean);
+  EXPECT_TRUE(status_plot_svg(*view));
+}
+
 TEST(JobStatusView, JsonDocumentHasEveryPart) {
   auto view = build_status_view(running_job());
   ASSERT_TRUE(view);

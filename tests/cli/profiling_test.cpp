@@ -247,6 +247,38 @@ TEST_F(ProfileReferenceWorker, BinaryWritesYamlAndPlot) {
   EXPECT_TRUE(testing::check_xml(read_text(plot)).ok);
 }
 
+// examples/fashion-mnist/job.yaml says its profiles come from `kubectl-depl profile` with the
+// defaults: measuring the two small variants again gives the same figures (up to the last
+// digits, which vector units may change), and the job plans.
+TEST_F(ProfileReferenceWorker, ExampleJobCarriesWhatTheCommandMeasures) {
+  const std::string example = std::string(DEPL_SOURCE_DIR) + "/examples/fashion-mnist/job.yaml";
+  auto job = yaml_to_json(read_text(example), example);
+  ASSERT_TRUE(job) << job.error().message;
+  auto got = testing::run_process(kBinary, {"profile", "--variants", "quarter,eighth"});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  auto measured = yaml_to_json(got.out);
+  ASSERT_TRUE(measured) << measured.error().message;
+  for (const json& m : (*measured)["models"]) {
+    const json* in_example = nullptr;
+    for (const json& e : (*job)["spec"]["models"]) {
+      if (e["name"] == m["name"]) in_example = &e;
+    }
+    ASSERT_NE(in_example, nullptr) << m["name"];
+    const json& a = m["lossProfile"];
+    const json& b = (*in_example)["lossProfile"];
+    EXPECT_NEAR(a["initialLoss"].get<double>(), b["initialLoss"].get<double>(), 0.01);
+    EXPECT_NEAR(a["floorLoss"].get<double>(), b["floorLoss"].get<double>(), 0.02);
+    EXPECT_NEAR(a["decayPerEpoch"].get<double>(), b["decayPerEpoch"].get<double>(), 0.05);
+    EXPECT_NEAR(a["noiseStddev"].get<double>(), b["noiseStddev"].get<double>(), 0.02);
+    EXPECT_EQ(a["referenceSamples"], b["referenceSamples"]);
+    EXPECT_EQ(m["parameterBytes"], (*in_example)["parameterBytes"]);
+  }
+  auto plan = testing::run_process(
+      kBinary, {"plan", "-f", example, "--pools",
+                std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/pools.yaml", "-o", "json"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err << plan.out;
+}
+
 TEST(ProfileCommand, BadFlagsAreBadInput) {
   auto epochs = testing::run_process(kBinary, {"profile", "--epochs", "2"});
   EXPECT_EQ(epochs.exit_code, 2);

@@ -148,6 +148,13 @@ Expected<JobStatusView> build_status_view(const json& job) {
     solver::Problem with_pools = problem_for_plan(std::move(*problem), *view.plan);
     auto plan = controller::to_solver_plan(*view.plan, with_pools);
     if (plan) {
+      // A phase cut before it trained (a re-plan at its first epoch) has 0 epochs: it adds
+      // nothing to the trajectory, and the evaluator rejects empty phases.
+      std::erase_if(plan->phases, [](const solver::Phase& p) { return p.epochs < 1; });
+    }
+    if (plan && plan->phases.empty()) {
+      view.notes.emplace_back("no prediction: the plan has no epochs");
+    } else if (plan) {
       view.problem = std::move(with_pools);
       view.solver_plan = std::move(*plan);
     } else {
