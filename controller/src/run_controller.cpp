@@ -371,10 +371,13 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     if (!elector) return error("leader election: " + elector.error().message);
     (*elector)->run(stop);
   }
+  // The progress endpoint closes first: while it listens it needs the API client, and a report
+  // answered during shutdown without it would be refused (404) and end its worker, where a
+  // refused connection makes the worker retry until the next controller listens.
+  (*progress_server)->stop();
   client.stop();
   for (auto& t : informer_threads) t.request_stop();
   informer_threads.clear();
-  (*progress_server)->stop();
   (*metrics_server)->stop();
   (*health_server)->stop();
   return {};
