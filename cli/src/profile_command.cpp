@@ -141,6 +141,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--samples", args->request.samples, "training samples per epoch")
       ->capture_default_str();
+  cmd->add_option("--exponent-samples", args->request.exponent_samples,
+                  "also profile at this many samples per epoch and fit dataExponent from the two "
+                  "floors (0: off)")
+      ->capture_default_str();
   cmd->add_option("--validation-samples", args->request.validation_samples,
                   "validation loss over the first N test images")
       ->capture_default_str();

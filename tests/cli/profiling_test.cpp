@@ -133,6 +133,19 @@ TEST(ProfileReport, YamlReadsBackAsAJobsModelsAndSwitching) {
   EXPECT_DOUBLE_EQ(problem->switching[0].jump_stddev, 0.014);
 }
 
+TEST(ProfileReport, DataExponentComesFromTheTwoFloors) {
+  VariantProfile v = hand_built_result().variants[0];  // floor 0.6 at 500 samples
+  set_data_exponent(v, 500, 2000, 0.5);
+  EXPECT_NEAR(v.fit.profile.data_exponent, std::log(1.2) / std::log(4.0), 1e-12);
+  // The model's floor at 2000 samples is then the one measured there.
+  EXPECT_NEAR(0.6 * std::pow(500.0 / 2000.0, v.fit.profile.data_exponent), 0.5, 1e-12);
+  EXPECT_EQ(v.exponent_samples, 2000);
+  set_data_exponent(v, 500, 2000, 0.7);  // a higher floor on more data is noise: no credit
+  EXPECT_EQ(v.fit.profile.data_exponent, 0);
+  const std::string yaml = profile_to_yaml(hand_built_result(), "kubectl-depl profile");
+  EXPECT_THAT(yaml, HasSubstr("dataExponent is 0"));
+}
+
 TEST(ProfileReport, FittedCurveIsTheModelsEpochStep) {
   const ProfileResult r = hand_built_result();
   const auto curve = fitted_curve(r.variants[0], 4);
@@ -187,16 +200,18 @@ TEST_F(ProfileReferenceWorker, TinyRunFitsProfilesThatReadBackIntoAJob) {
   r.samples = 300;
   r.validation_samples = 1000;
   r.switches = {{"quarter", "eighth", 2}};
+  r.exponent_samples = 600;
   r.work_dir = work_.string();
   std::vector<std::string> seen;
   auto result = run_profile(r, [&](int done, int total, const std::string& what) {
-    EXPECT_EQ(total, 6);
+    EXPECT_EQ(total, 10);  // 2 variants x 2 data sizes x 2 runs, 1 switch x 2 runs
     EXPECT_EQ(done, static_cast<int>(seen.size()) + 1);
     seen.push_back(what);
   });
   ASSERT_TRUE(result) << result.error().message;
-  ASSERT_EQ(seen.size(), 6u);
+  ASSERT_EQ(seen.size(), 10u);
   EXPECT_EQ(seen.front(), "quarter run 1/2");
+  EXPECT_EQ(seen[4], "quarter run 1/2 on 600 samples");
   EXPECT_EQ(seen.back(), "switch quarter:eighth@2 run 2/2");
   ASSERT_EQ(result->variants.size(), 2u);
   for (const VariantProfile& v : result->variants) {
@@ -210,6 +225,10 @@ TEST_F(ProfileReferenceWorker, TinyRunFitsProfilesThatReadBackIntoAJob) {
     EXPECT_LT(p.decay_per_epoch, 1) << v.name;
     EXPECT_GE(p.noise_stddev, 0) << v.name;
     EXPECT_DOUBLE_EQ(p.reference_samples, 300);
+    EXPECT_EQ(v.exponent_samples, 600);
+    EXPECT_GE(v.exponent_floor, 0);  // 3 epochs on a few hundred samples may fit floor 0
+    EXPECT_GE(p.data_exponent, 0);
+    EXPECT_TRUE(std::isfinite(p.data_exponent));
   }
   // A smaller variant has fewer parameters and less compute per sample.
   EXPECT_LT(result->variants[1].parameter_bytes, result->variants[0].parameter_bytes);

@@ -49,9 +49,16 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
       "# depl-reference-worker on Fashion-MNIST from {}:\n# {} clean training samples per "
       "epoch, validation loss over {} test images; {} run(s) of\n# {} epochs per variant, seeds "
       "{}..{}. Fitted as in docs/depl-model.md section 6.\n# referenceSamples is the data it was "
-      "measured on; dataExponent is 0 (one data size\n# says nothing about it).\n",
+      "measured on. {}\n",
       r.data_dir, r.samples, r.validation_samples, r.runs, r.epochs, r.seed,
-      r.seed + static_cast<std::uint64_t>(r.runs) - 1);
+      r.seed + static_cast<std::uint64_t>(r.runs) - 1,
+      r.exponent_samples > 0
+          ? fmt::format("dataExponent from the floor fitted again on\n# {} samples: "
+                        "ln(floor_{} / floor_{}) / ln({} / {}), at least 0.",
+                        r.exponent_samples, r.samples, r.exponent_samples, r.exponent_samples,
+                        r.samples)
+          : std::string("dataExponent is 0 (one data size says\n# nothing about it; see "
+                        "--exponent-samples)."));
   out += "models:\n";
   for (const auto& v : result.variants) {
     const solver::LossProfile& p = v.fit.profile;
@@ -60,6 +67,10 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
         "  # {}: hidden width {}, fit RMS error {:.4f} on the mean curve, {:.3f} s per epoch "
         "here\n",
         v.name, number(v.width), std::sqrt(v.fit.squared_error / points), v.epoch_seconds);
+    if (v.exponent_samples > 0) {
+      out += fmt::format("  # {}: floor {:.4f} on {} samples, {:.4f} on {}\n", v.name, p.floor_loss,
+                         r.samples, v.exponent_floor, v.exponent_samples);
+    }
     out += fmt::format("  - name: {}\n", v.name);
     out += "    image: depl.dev/reference-worker:0.1\n";
     out += fmt::format("    computePerSampleGflop: {}\n", rounded(v.compute_per_sample_gflop));
@@ -70,7 +81,7 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
     out += fmt::format("      decayPerEpoch: {}\n", rounded(p.decay_per_epoch));
     out += fmt::format("      noiseStddev: {}\n", rounded(p.noise_stddev));
     out += fmt::format("      referenceSamples: {}\n", number(p.reference_samples));
-    out += fmt::format("      dataExponent: {}\n", number(p.data_exponent));
+    out += fmt::format("      dataExponent: {}\n", rounded(p.data_exponent));
   }
   if (!result.switches.empty()) {
     out += "switching:\n";

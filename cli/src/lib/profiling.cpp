@@ -1,7 +1,9 @@
 #include "depl/cli/profiling.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,9 +65,10 @@ Expected<worker::Variant> variant_named(const std::string& name, const char* wha
   return variant;
 }
 
+// K runs of one variant on `samples` samples per epoch (the shard in `shards_file`) and the fit.
 Expected<VariantProfile> profile_variant(const ProfileRequest& r, const std::string& name,
-                                         const std::string& shards_file, int& done, int total,
-                                         const ProfileProgress& progress) {
+                                         int samples, const std::string& shards_file, int& done,
+                                         int total, const ProfileProgress& progress) {
   auto variant = variant_named(name, "--variants");
   if (!variant) return unexpected(variant.error());
   VariantProfile out;
@@ -95,18 +98,25 @@ Expected<VariantProfile> profile_variant(const ProfileRequest& r, const std::str
       seconds += (*lines)[t].seconds;
     }
     out.runs.push_back(std::move(losses));
-    if (progress) progress(++done, total, fmt::format("{} run {}/{}", name, k + 1, r.runs));
+    if (progress) {
+      progress(++done, total,
+               samples == r.samples
+                   ? fmt::format("{} run {}/{}", name, k + 1, r.runs)
+                   : fmt::format("{} run {}/{} on {} samples", name, k + 1, r.runs, samples));
+    }
   }
   out.epoch_seconds = seconds / (r.runs * r.epochs);
   double initial = 0;
   for (double l : out.initial_losses) initial += l / static_cast<double>(r.runs);
   auto fit = solver::fit_loss_profile(out.runs, initial);
   if (!fit) {
-    return error(fmt::format("{}: fitting the loss profile: {} (try more --epochs or --samples)",
-                             name, fit.error().message));
+    return error(
+        fmt::format("{} on {} samples: fitting the loss profile: {} (try more --epochs "
+                    "or --samples)",
+                    name, samples, fit.error().message));
   }
   out.fit = *fit;
-  out.fit.profile.reference_samples = r.samples;
+  out.fit.profile.reference_samples = samples;
   out.fit.profile.data_exponent = 0;
   return out;
 }
@@ -163,7 +173,29 @@ Expected<SwitchProfile> profile_switch(const ProfileRequest& r, std::size_t inde
   return out;
 }
 
+Expected<std::string> write_shards_file(const std::string& dir, const char* name, int samples) {
+  const std::string path = (fs::path(dir) / name).string();
+  std::ofstream out(path, std::ios::trunc);
+  out << nlohmann::json{{"shards", {{{"name", kShardName}, {"samples", samples}}}}}.dump();
+  if (!out) return error(fmt::format("cannot write {}", path));
+  return path;
+}
+
 }  // namespace
+
+void set_data_exponent(VariantProfile& variant, int samples, int other_samples,
+                       double other_floor) {
+  variant.exponent_samples = other_samples;
+  variant.exponent_floor = other_floor;
+  const double floor = variant.fit.profile.floor_loss;
+  double alpha = 0;
+  if (floor > 0 && other_floor > 0 && samples != other_samples) {
+    alpha = std::log(floor / other_floor) / std::log(static_cast<double>(other_samples) / samples);
+  }
+  // The model's floor cannot rise with more data (alpha >= 0): a higher floor on more data is
+  // noise, and crediting it would be wrong.
+  variant.fit.profile.data_exponent = std::isfinite(alpha) ? std::max(0.0, alpha) : 0.0;
+}
 
 Expected<SwitchPoint> parse_switch_point(std::string_view text) {
   const auto colon = text.find(':');
@@ -215,6 +247,14 @@ Expected<void> validate_profile_request(const ProfileRequest& r) {
     problems.push_back(fmt::format("--samples: must be in [1, {}], got {}",
                                    worker::kFashionMnistTrainImages, r.samples));
   }
+  if (r.exponent_samples != 0 &&
+      (r.exponent_samples < 1 || r.exponent_samples > worker::kFashionMnistTrainImages ||
+       r.exponent_samples == r.samples)) {
+    problems.push_back(
+        fmt::format("--exponent-samples: must be in [1, {}] and differ from "
+                    "--samples ({}), got {}",
+                    worker::kFashionMnistTrainImages, r.samples, r.exponent_samples));
+  }
   if (r.validation_samples < 1 || r.validation_samples > 10000) {
     problems.push_back(
         fmt::format("--validation-samples: must be in [1, 10000], got {}", r.validation_samples));
@@ -249,26 +289,36 @@ Expected<ProfileResult> run_profile(const ProfileRequest& request,
     return error(fmt::format("work directory \"{}\" does not exist", request.work_dir));
   }
   // One clean shard of N samples: the data every run trains on.
-  const std::string shards_file = (fs::path(request.work_dir) / "shards.json").string();
-  {
-    std::ofstream out(shards_file, std::ios::trunc);
-    out << nlohmann::json{{"shards", {{{"name", kShardName}, {"samples", request.samples}}}}}
-               .dump();
-    if (!out) return error(fmt::format("cannot write {}", shards_file));
-  }
+  auto shards_file = write_shards_file(request.work_dir, "shards.json", request.samples);
+  if (!shards_file) return unexpected(shards_file.error());
 
   ProfileResult result;
   result.request = request;
+  const std::size_t sizes = request.exponent_samples > 0 ? 2 : 1;
   const int total =
-      request.runs * static_cast<int>(request.variants.size() + request.switches.size());
+      request.runs * static_cast<int>(request.variants.size() * sizes + request.switches.size());
   int done = 0;
   for (const auto& name : request.variants) {
-    auto profile = profile_variant(request, name, shards_file, done, total, progress);
+    auto profile =
+        profile_variant(request, name, request.samples, *shards_file, done, total, progress);
     if (!profile) return unexpected(profile.error());
     result.variants.push_back(std::move(*profile));
   }
+  if (request.exponent_samples > 0) {
+    auto second =
+        write_shards_file(request.work_dir, "shards-exponent.json", request.exponent_samples);
+    if (!second) return unexpected(second.error());
+    for (VariantProfile& v : result.variants) {
+      auto other = profile_variant(request, v.name, request.exponent_samples, *second, done, total,
+                                   progress);
+      if (!other) return unexpected(other.error());
+      set_data_exponent(v, request.samples, request.exponent_samples,
+                        other->fit.profile.floor_loss);
+    }
+  }
+  const std::string& shards = *shards_file;
   for (std::size_t i = 0; i < request.switches.size(); ++i) {
-    auto profile = profile_switch(request, i, shards_file, done, total, progress);
+    auto profile = profile_switch(request, i, shards, done, total, progress);
     if (!profile) return unexpected(profile.error());
     result.switches.push_back(std::move(*profile));
   }

@@ -30,6 +30,9 @@ struct ProfileRequest {
   int runs = 3;        // K seeded runs per variant and per switch (seeds seed .. seed+K-1)
   int epochs = 12;     // epochs per profiling run (the fit needs >= 3)
   int samples = 2000;  // training samples per epoch: one clean shard of the training set
+  // Also profile every variant at this many samples per epoch and fit dataExponent from the two
+  // floors (0: don't; dataExponent is then 0).
+  int exponent_samples = 0;
   int validation_samples = 10000;  // the validation loss is over the first N test images
   std::uint64_t seed = 1;
   std::vector<SwitchPoint> switches;
@@ -49,9 +52,15 @@ struct VariantProfile {
   std::vector<std::vector<double>> runs;  // runs[k][t]: validation loss after epoch t+1
   double epoch_seconds = 0;               // mean wall time of one training epoch here
   // The fitted profile; reference_samples = the samples per epoch trained on (clean data, so
-  // E = N), data_exponent = 0 (one data size measured says nothing about it).
+  // E = N). data_exponent: from the floor at exponent_samples when measured, else 0.
   solver::ProfileFit fit;
+  int exponent_samples = 0;   // the second data size, 0 when not measured
+  double exponent_floor = 0;  // the floor fitted there
 };
+
+// The model's floor is f * (N_ref / E)^alpha: with floor f at `samples` and `other_floor` at
+// `other_samples`, alpha = ln(f / other_floor) / ln(other_samples / samples), at least 0.
+void set_data_exponent(VariantProfile& variant, int samples, int other_samples, double other_floor);
 
 struct SwitchProfile {
   SwitchPoint point;
