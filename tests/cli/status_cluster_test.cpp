@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../devcluster/server/subprocess.hpp"  // run_command with an environment
 #include "depl/cli/cluster_access.hpp"
 #include "depl/cli/job_status_view.hpp"
 #include "depl/common/yaml_json.hpp"
@@ -131,6 +132,24 @@ TEST_F(StatusOnDevCluster, BinaryPrintsTableJsonAndPlot) {
   const auto xml = testing::check_xml(read_text(plot));
   ASSERT_TRUE(xml.ok) << xml.error;
   EXPECT_THAT(read_text(plot), HasSubstr("observed-loss"));
+}
+
+// kubectl finds kubectl-depl on the PATH and runs it as `kubectl depl ...`, flags passed through.
+TEST_F(StatusOnDevCluster, WorksAsAKubectlPlugin) {
+  auto version = devcluster::testing::run_command({"kubectl", "version", "--client"});
+  if (version.exit_code != 0) GTEST_SKIP() << "kubectl is not installed";
+  const fs::path home = fs::path(cluster_->kubeconfig_path()).parent_path() / "home";
+  fs::create_directories(home);
+  const char* path = std::getenv("PATH");
+  auto got = devcluster::testing::run_command(
+      {"kubectl", "depl", "status", "quickstart", "-n", "ml", "--kubeconfig",
+       cluster_->kubeconfig_path(), "-o", "json"},
+      {{"PATH", std::string(DEPL_BINARY_DIR) + "/bin:" + (path ? path : "/usr/bin:/bin")},
+       {"HOME", home.string()},
+       {"KUBECACHEDIR", (home / "cache").string()}});
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_THAT(got.output, HasSubstr("\"namespace\": \"ml\""));
+  EXPECT_THAT(got.output, HasSubstr("\"predictedMean\""));
 }
 
 TEST_F(StatusOnDevCluster, TheNamespaceComesFromTheContextWhenNotGiven) {
