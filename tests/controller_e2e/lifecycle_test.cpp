@@ -12,7 +12,6 @@ namespace depl::e2e {
 namespace {
 
 namespace resources = kube::resources;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::string image_of(const json& pod) {
@@ -176,7 +175,6 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
       << pods_of("doomed").size() << ", services " << list(resources::services(), selector).size()
       << ", secrets " << list(resources::secrets(), selector).size();
   EXPECT_TRUE(get_job("doomed").empty());
-  // The controller does not bring anything back for a job that is gone.
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
