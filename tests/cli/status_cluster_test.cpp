@@ -208,6 +208,19 @@ TEST(StatusCommand, NoKubeconfigIsBadInput) {
   EXPECT_THAT(got.err, HasSubstr("--kubeconfig"));
 }
 
+TEST(StatusCommand, WithoutAnyKubeconfigItSaysWhereItLooked) {
+  const fs::path home =
+      fs::temp_directory_path() / ("depl-status-home-" + std::to_string(getpid()));
+  fs::create_directories(home);
+  auto got = devcluster::testing::run_command({kBinary, "status", "quickstart"},
+                                              {{"KUBECONFIG", ""}, {"HOME", home.string()}});
+  fs::remove_all(home);
+  EXPECT_EQ(got.exit_code, 2);
+  EXPECT_THAT(got.output,
+              HasSubstr((home / ".kube" / "config").string() + ": kubeconfig file does not exist"));
+  EXPECT_THAT(got.output, HasSubstr("pass --kubeconfig FILE or set KUBECONFIG"));
+}
+
 TEST(StatusCommand, BadOutputFormatAndMissingNameAreBadInput) {
   EXPECT_EQ(testing::run_process(kBinary, {"status", "x", "-o", "wide"}).exit_code, 2);
   EXPECT_EQ(testing::run_process(kBinary, {"status"}).exit_code, 2);
