@@ -144,8 +144,8 @@ TEST(JobStatusView, JsonDocumentHasEveryPart) {
   auto view = build_status_view(running_job());
   ASSERT_TRUE(view);
   const json doc = status_view_to_json(*view);
-  for (const char* key : {"name", "namespace", "phase", "message", "conditions", "target", "plan",
-                          "progress", "epochs", "notes"}) {
+  for (const char* key : {"name", "namespace", "phase", "message", "startedAt", "finishedAt",
+                          "conditions", "target", "plan", "progress", "epochs", "notes"}) {
     EXPECT_TRUE(doc.contains(key)) << key;
   }
   EXPECT_EQ(doc["plan"]["phases"][1]["startEpoch"], 16);
@@ -166,6 +166,7 @@ TEST(JobStatusView, TableShowsPlanProgressAndEveryEpoch) {
   const std::string table = status_view_to_table(*view);
   EXPECT_THAT(table, HasSubstr("Job:      default/quickstart"));
   EXPECT_THAT(table, HasSubstr("Phase:    Running"));
+  EXPECT_THAT(table, HasSubstr("Started:  2026-11-22T08:00:57Z\n"));
   EXPECT_THAT(table, HasSubstr("loss 0.45 with P >= 0.9 (Gaussian), deadline 40m 00s"));
   EXPECT_THAT(table, HasSubstr("PhaseStarted"));
   EXPECT_THAT(table, HasSubstr("Plan (revision 1, depl; * = the phase running now)"));

@@ -112,6 +112,10 @@ std::string status_view_to_table(const JobStatusView& view) {
   out += fmt::format("Phase:    {}\n", view.phase);
   if (!view.message.empty()) out += fmt::format("Message:  {}\n", view.message);
   if (view.target) out += fmt::format("Target:   {}\n", target_line(*view.target));
+  if (!view.started_at.empty()) {
+    out += fmt::format("Started:  {}{}\n", view.started_at,
+                       view.finished_at.empty() ? "" : ", finished " + view.finished_at);
+  }
   conditions_section(out, view);
   plan_section(out, view);
   progress_section(out, view);

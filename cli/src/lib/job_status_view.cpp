@@ -118,6 +118,8 @@ Expected<JobStatusView> build_status_view(const json& job) {
       job.contains("status") && job["status"].is_object() ? job["status"] : json::object();
   view.phase = string_at(status, "phase");
   view.message = string_at(status, "message");
+  view.started_at = string_at(status, "startedAt");
+  view.finished_at = string_at(status, "finishedAt");
   if (view.phase.empty()) {
     view.phase = "Pending";
     if (status.empty()) view.notes.emplace_back("the controller has not written a status yet");
@@ -211,6 +213,8 @@ json status_view_to_json(const JobStatusView& view) {
               {"namespace", view.namespace_},
               {"phase", view.phase},
               {"message", view.message},
+              {"startedAt", view.started_at},
+              {"finishedAt", view.finished_at},
               {"conditions", conditions},
               {"target", target},
               {"plan", plan},

@@ -43,6 +43,8 @@ struct JobStatusView {
   std::string namespace_;
   std::string phase;  // "Pending" when the controller has not written a status yet
   std::string message;
+  std::string started_at;   // status.startedAt (RFC 3339), "" before the first phase
+  std::string finished_at;  // status.finishedAt, "" while running
   std::vector<ConditionView> conditions;
   std::optional<solver::Target> target;  // from the spec (nullopt when the spec does not parse)
   std::optional<controller::PlanRecord> plan;
@@ -63,7 +65,7 @@ struct JobStatusView {
 // only when `job` is not a DependableTrainingJob object.
 Expected<JobStatusView> build_status_view(const nlohmann::json& job);
 
-// {"name","namespace","phase","message","conditions":[...],"target":{...},"plan":{...}|null,
+// {"name","namespace","phase","message","startedAt","finishedAt","conditions":[...],"target":{...},"plan":{...}|null,
 //  "progress":{...},"epochs":[{"epoch","phase","model","predictedMean","predictedStddev",
 //  "observed","deviation"}],"notes":[...]}; documented in docs/cli.md.
 nlohmann::json status_view_to_json(const JobStatusView& view);
