@@ -174,8 +174,10 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
       return error_reply(401, "missing bearer token (Authorization: Bearer $DEPL_PROGRESS_TOKEN)");
     }
     auto token = access_.token(ns, name);
-    if (!token)
-      return error_reply(404, fmt::format("job {}/{}: {}", ns, name, token.error().message));
+    if (!token) {
+      return error_reply(token.error().transient ? 503 : 404,
+                         fmt::format("job {}/{}: {}", ns, name, token.error().message));
+    }
     if (!constant_time_equal(auth->second.substr(prefix.size()), *token)) {
       return error_reply(401, "wrong progress token for this job");
     }
@@ -184,8 +186,10 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
 
     for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
       auto job = access_.get_job(ns, name);
-      if (!job)
-        return error_reply(404, fmt::format("job {}/{}: {}", ns, name, job.error().message));
+      if (!job) {
+        return error_reply(job.error().transient ? 503 : 404,
+                           fmt::format("job {}/{}: {}", ns, name, job.error().message));
+      }
       ProgressOutcome outcome = apply_progress(*job, *report);
       if (outcome.http_status != 200) return error_reply(outcome.http_status, outcome.message);
       if (outcome.status_changed) {

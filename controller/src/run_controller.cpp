@@ -56,9 +56,12 @@ class ClientJobAccess final : public JobAccess {
   ClientJobAccess(kube::Client& client, const kube::Store& secrets)
       : client_(client), secrets_(secrets) {}
 
-  Expected<json> get_job(const std::string& ns, const std::string& name) override {
+  Expected<json, AccessError> get_job(const std::string& ns, const std::string& name) override {
     auto job = client_.get(resources::dependable_training_jobs(), ns, name);
-    if (!job) return error(job.error().is_not_found() ? "not found" : job.error().message);
+    if (!job) {
+      if (job.error().is_not_found()) return unexpected(AccessError{"not found", false});
+      return unexpected(AccessError{"reading the job: " + job.error().message, true});
+    }
     return *job;
   }
 
@@ -70,20 +73,27 @@ class ClientJobAccess final : public JobAccess {
     return error(written.error().message);
   }
 
-  Expected<std::string> token(const std::string& ns, const std::string& name) override {
+  Expected<std::string, AccessError> token(const std::string& ns,
+                                           const std::string& name) override {
     const std::string secret_name = token_secret_name(name);
     json secret;
     if (auto cached = secrets_.get({ns, secret_name})) {
       secret = *cached;
     } else {
       auto read = client_.get(resources::secrets(), ns, secret_name);
-      if (!read) return error("no progress token (the job is unknown or not started)");
+      if (!read && read.error().is_not_found()) {
+        return unexpected(
+            AccessError{"no progress token (the job is unknown or not started)", false});
+      }
+      if (!read) {
+        return unexpected(AccessError{"reading the progress token: " + read.error().message, true});
+      }
       secret = *read;
     }
     const json& data = secret.value("data", json::object());
     auto it = data.find(kTokenKey);
     if (it == data.end() || !it->is_string())
-      return error("the progress-token Secret has no token");
+      return unexpected(AccessError{"the progress-token Secret has no token", false});
     return base64_decode(it->get<std::string>());
   }
 

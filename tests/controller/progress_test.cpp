@@ -82,8 +82,10 @@ class FakeAccess : public JobAccess {
   json job = running_job();
   int conflicts = 0;
   int writes = 0;
-  Expected<json> get_job(const std::string&, const std::string& name) override {
-    if (name != "j") return error("not found");
+  bool api_down = false;  // every read fails as when the API server cannot be reached
+  Expected<json, AccessError> get_job(const std::string&, const std::string& name) override {
+    if (api_down) return unexpected(AccessError{"connection refused", true});
+    if (name != "j") return unexpected(AccessError{"not found"});
     return job;
   }
   Expected<bool> write_status(const json& j) override {
@@ -95,8 +97,9 @@ class FakeAccess : public JobAccess {
     job = j;
     return true;
   }
-  Expected<std::string> token(const std::string&, const std::string& name) override {
-    if (name != "j") return error("no progress token");
+  Expected<std::string, AccessError> token(const std::string&, const std::string& name) override {
+    if (api_down) return unexpected(AccessError{"connection refused", true});
+    if (name != "j") return unexpected(AccessError{"no progress token"});
     return std::string("s3cret");
   }
 };
@@ -109,6 +112,22 @@ HttpRequestView post(const std::string& body, const std::string& token = "s3cret
   r.body = body;
   if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
   return r;
+}
+
+TEST(ProgressEndpoint, ApiTroubleIsAnsweredRetryableNotFinal) {
+  // 503 makes a worker retry; 404 would end it (depl::worker::ProgressClient).
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpoint endpoint(access, clock, {});
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  access.api_down = true;
+  HttpReply down = endpoint.handle(post(body));
+  EXPECT_EQ(down.status, 503) << down.body;
+  EXPECT_NE(down.body.find("connection refused"), std::string::npos) << down.body;
+  EXPECT_EQ(access.writes, 0);
+  access.api_down = false;
+  EXPECT_EQ(endpoint.handle(post(body)).status, 200);
+  EXPECT_EQ(endpoint.handle(post(body, "s3cret", "/v1/namespaces/ns/jobs/x/progress")).status, 404);
 }
 
 TEST(ProgressEndpoint, AuthenticatesParsesRecordsAndRetriesConflicts) {

@@ -44,15 +44,24 @@ struct ProgressOutcome {
 ProgressOutcome apply_progress(nlohmann::json& job, const ProgressReport& report);
 
 // What the endpoint needs from the cluster; implemented over the API client in production.
+// Why a job or its token could not be read. Missing (404: the worker stops) or the API server
+// could not be asked (503: the worker retries; a hiccup must not end a healthy worker).
+struct AccessError {
+  std::string message;
+  bool transient = false;
+};
+
 class JobAccess {
  public:
   virtual ~JobAccess() = default;
   // The job as the API server has it now (not the cache: reports must build on the latest).
-  virtual Expected<nlohmann::json> get_job(const std::string& ns, const std::string& name) = 0;
+  virtual Expected<nlohmann::json, AccessError> get_job(const std::string& ns,
+                                                        const std::string& name) = 0;
   // Writes the job's status with its resourceVersion as precondition; false on a conflict.
   virtual Expected<bool> write_status(const nlohmann::json& job) = 0;
-  // The job's progress token, or an error when the Secret is missing.
-  virtual Expected<std::string> token(const std::string& ns, const std::string& name) = 0;
+  // The job's progress token, or an error when the Secret is missing or cannot be read.
+  virtual Expected<std::string, AccessError> token(const std::string& ns,
+                                                   const std::string& name) = 0;
 };
 
 struct ProgressEndpointOptions {
