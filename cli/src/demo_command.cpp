@@ -28,6 +28,10 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// Pods of this image run depl-reference-worker (real training on Fashion-MNIST); every other
+// image runs the simulated worker unless --worker says otherwise.
+constexpr const char* kReferenceWorkerImage = "depl.dev/reference-worker";
+
 struct DemoOptions {
   std::string pools = "examples/quickstart/pools.yaml";
   std::string job = "examples/quickstart/job.yaml";
@@ -117,7 +121,9 @@ int run_demo(const DemoOptions& o) {
     fmt::print(stderr, "kubectl-depl demo: --pools {}: no such file\n", o.pools);
     return kExitBadInput;
   }
-  const std::string worker = o.worker.empty() ? self_dir() + "/depl-sim-worker" : o.worker;
+  // Absolute: containers run in their own working directories.
+  const std::string worker =
+      fs::absolute(o.worker.empty() ? self_dir() + "/depl-sim-worker" : o.worker).string();
   if (access(worker.c_str(), X_OK) != 0) {
     fmt::print(stderr,
                "kubectl-depl demo: worker {} is not an executable (build it with make build)\n",
@@ -148,6 +154,13 @@ int run_demo(const DemoOptions& o) {
   cluster_options.work_dir = work_dir;
   cluster_options.pools_file = o.pools;
   cluster_options.image_map["*"] = worker;
+  if (o.worker.empty()) {
+    // The reference worker's image (examples/fashion-mnist) trains for real.
+    const std::string reference = self_dir() + "/depl-reference-worker";
+    if (access(reference.c_str(), X_OK) == 0) {
+      cluster_options.image_map[kReferenceWorkerImage] = reference;
+    }
+  }
   auto cluster = devcluster::DevCluster::start(cluster_options);
   if (!cluster) {
     fmt::print(stderr, "kubectl-depl demo: dev cluster: {}\n", cluster.error().message);
@@ -297,7 +310,9 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--crd", options->crd, "the CRD manifest")->capture_default_str();
   cmd->add_option("--worker", options->worker,
-                  "executable every image maps to (default: depl-sim-worker next to kubectl-depl)");
+                  "executable every image maps to (default: depl-reference-worker for the image "
+                  "depl.dev/reference-worker, depl-sim-worker for all others, both next to "
+                  "kubectl-depl)");
   cmd->add_option("--epoch-seconds", options->epoch_seconds,
                   "wall time of one simulated epoch (sets DEPL_SIM_EPOCH_SECONDS on the job's "
                   "models; 0 keeps the worker's default)")

@@ -5,6 +5,7 @@
 // agrees with how it ended, not that it succeeded.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "subprocess.hpp"
@@ -35,6 +36,26 @@ TEST(Demo, RunsTheQuickstartToAnEndAndExitsWithItsOutcome) {
     // A failed demo keeps its logs for the user and says where.
     EXPECT_NE(r.out.find("logs kept in "), std::string::npos) << r.out;
   }
+}
+
+TEST(Demo, FashionMnistJobTrainsForRealWithTheReferenceWorker) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (make deps installs it)";
+  }
+  const auto r = run_process(kBinary,
+                             {"demo", "--job", kSource + "/examples/fashion-mnist/job.yaml",
+                              "--pools", kSource + "/examples/quickstart/pools.yaml", "--crd",
+                              kSource + "/crds/depl.dev_dependabletrainingjobs.yaml", "--timeout",
+                              "240"},
+                             std::chrono::seconds(300));
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_NE(r.out.find("plan 1: "), std::string::npos) << r.out << r.err;
+  // The reference worker reports real validation losses (Fashion-MNIST cross-entropy).
+  EXPECT_NE(r.out.find(" loss  0."), std::string::npos) << r.out;
+  const bool succeeded = r.out.find("\njob Succeeded: ") != std::string::npos;
+  const bool failed = r.out.find("\njob Failed: ") != std::string::npos;
+  ASSERT_TRUE(succeeded || failed) << "the job did not end:\n" << r.out << r.err;
+  EXPECT_EQ(r.exit_code, succeeded ? 0 : 1) << r.out << r.err;
 }
 
 TEST(Demo, MissingJobFileIsBadInputNamingTheFlag) {
