@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "depl/common/base64.hpp"
 #include "depl/common/clock.hpp"
 #include "depl/common/random.hpp"
 #include "depl/controller/http_server.hpp"
@@ -94,28 +95,13 @@ class ClientJobAccess final : public JobAccess {
     auto it = data.find(kTokenKey);
     if (it == data.end() || !it->is_string())
       return unexpected(AccessError{"the progress-token Secret has no token", false});
-    return base64_decode(it->get<std::string>());
+    auto token = depl::base64_decode(it->get<std::string>());
+    if (!token)
+      return unexpected(AccessError{"the progress-token Secret's token is not base64", false});
+    return *token;
   }
 
  private:
-  static std::string base64_decode(const std::string& in) {
-    static const std::string chars =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    int value = 0, bits = -8;
-    for (char c : in) {
-      const auto pos = chars.find(c);
-      if (pos == std::string::npos) break;
-      value = (value << 6) + static_cast<int>(pos);
-      bits += 6;
-      if (bits >= 0) {
-        out.push_back(static_cast<char>((value >> bits) & 0xFF));
-        bits -= 8;
-      }
-    }
-    return out;
-  }
-
   kube::Client& client_;
   const kube::Store& secrets_;
 };

@@ -1,6 +1,6 @@
 #include "depl/kube/credentials.hpp"
 
-#include "base64.hpp"
+#include "depl/common/base64.hpp"
 
 namespace depl::kube {
 
@@ -8,7 +8,7 @@ std::string basic_authorization(std::string_view username, std::string_view pass
   std::string joined(username);
   joined.push_back(':');
   joined.append(password);
-  return "Basic " + detail::base64_encode(joined);
+  return "Basic " + depl::base64_encode(joined);
 }
 
 std::shared_ptr<StaticCredentials> StaticCredentials::bearer(std::string token) {

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "base64.hpp"
+#include "depl/common/base64.hpp"
 #include "file_util.hpp"
 #include "process.hpp"
 
@@ -103,7 +103,7 @@ json ExecCredentials::exec_info() const {
     if (ca.empty() && !cluster_.certificate_authority.empty()) {
       if (auto file = read_file(cluster_.certificate_authority)) ca = *file;
     }
-    if (!ca.empty()) cluster["certificate-authority-data"] = detail::base64_encode(ca);
+    if (!ca.empty()) cluster["certificate-authority-data"] = depl::base64_encode(ca);
     if (!cluster_.proxy_url.empty()) cluster["proxy-url"] = cluster_.proxy_url;
     if (cluster_.disable_compression) cluster["disable-compression"] = true;
     if (!cluster_.exec_extension.is_null()) cluster["config"] = cluster_.exec_extension;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "base64.hpp"
+#include "depl/common/base64.hpp"
 #include "file_util.hpp"
 
 namespace depl::kube {
@@ -58,7 +58,7 @@ struct Reader {
   std::string data_field(const YAML::Node& map, const char* key, const std::string& where) {
     std::string value = string(map, key, where);
     if (value.empty()) return value;
-    auto decoded = detail::base64_decode(value);
+    auto decoded = depl::base64_decode(value);
     if (!decoded) {
       fail(where + "." + key, "not valid base64");
       return {};

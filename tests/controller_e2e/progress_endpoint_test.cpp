@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "depl/common/base64.hpp"
 #include "depl/kube/resource.hpp"
 #include "e2e_fixture.hpp"
 #include "http_post.hpp"
@@ -13,24 +14,6 @@ namespace depl::e2e {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string base64_decode(const std::string& in) {
-  static const std::string chars =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int value = 0, bits = -8;
-  for (char c : in) {
-    const auto pos = chars.find(c);
-    if (pos == std::string::npos) break;
-    value = (value << 6) + static_cast<int>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((value >> bits) & 0xFF));
-      bits -= 8;
-    }
-  }
-  return out;
-}
 
 json progress_of(const json& job) {
   auto status = job.find("status");
@@ -48,7 +31,7 @@ TEST_F(ControllerE2e, ProgressEndpointRejectsBadReportsAndRecordsNothing) {
   ASSERT_TRUE(wait_until([&] {
     auto secret = client_->get(kube::resources::secrets(), "default", "guarded-progress-token");
     if (!secret) return false;
-    token = base64_decode((*secret)["data"].value("token", ""));
+    token = depl::base64_decode((*secret)["data"].value("token", "")).value_or("");
     return !token.empty();
   })) << "no progress-token Secret";
   const json before = progress_of(get_job("guarded"));

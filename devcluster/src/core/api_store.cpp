@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "builtin_types.hpp"
+#include "depl/common/base64.hpp"
 #include "store_impl.hpp"
 
 namespace depl::devcluster {
@@ -54,7 +55,7 @@ struct ContinueToken {
 
 std::string encode_continue(const ContinueToken& token) {
   std::string raw = json{{"rv", token.rv}, {"start", token.start_after}}.dump();
-  std::string encoded = base64_encode(raw);
+  std::string encoded = depl::base64_encode(raw);  // URL-safe, unpadded: it goes in a query
   for (auto& c : encoded) {
     if (c == '+') c = '-';
     if (c == '/') c = '_';
@@ -64,7 +65,12 @@ std::string encode_continue(const ContinueToken& token) {
 }
 
 std::optional<ContinueToken> decode_continue(const std::string& text) {
-  auto raw = base64_decode(text);
+  std::string standard = text;
+  for (auto& c : standard) {
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  auto raw = depl::base64_decode(standard);
   if (!raw) return std::nullopt;
   json parsed = json::parse(*raw, nullptr, false);
   if (!parsed.is_object() || !parsed.contains("rv") || !parsed["rv"].is_number_unsigned() ||

@@ -1,5 +1,5 @@
 // Creation-time defaults of the built-in kinds (what their registry strategies fill in), the
-// events.k8s.io <-> core/v1 Event mapping, and base64 for secrets and continue tokens.
+// events.k8s.io <-> core/v1 Event mapping.
 #include <fmt/format.h>
 
 #include "store_impl.hpp"
@@ -137,63 +137,6 @@ json events_v1_to_event(const json& v1) {
   move("deprecatedLastTimestamp", "lastTimestamp");
   move("deprecatedCount", "count");
   if (!out.contains("involvedObject")) out["involvedObject"] = json::object();
-  return out;
-}
-
-namespace {
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}
-
-std::string base64_encode(std::string_view data) {
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    std::uint32_t n = (static_cast<unsigned char>(data[i]) << 16) |
-                      (static_cast<unsigned char>(data[i + 1]) << 8) |
-                      static_cast<unsigned char>(data[i + 2]);
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(kAlphabet[(n >> 6) & 63]);
-    out.push_back(kAlphabet[n & 63]);
-  }
-  if (i + 1 == data.size()) {
-    std::uint32_t n = static_cast<unsigned char>(data[i]) << 16;
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out += "==";
-  } else if (i + 2 == data.size()) {
-    std::uint32_t n = (static_cast<unsigned char>(data[i]) << 16) |
-                      (static_cast<unsigned char>(data[i + 1]) << 8);
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(kAlphabet[(n >> 6) & 63]);
-    out.push_back('=');
-  }
-  return out;
-}
-
-Expected<std::string> base64_decode(std::string_view data) {
-  std::string out;
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : data) {
-    if (c == '=') break;
-    const char* pos = std::char_traits<char>::find(kAlphabet, 64, c);
-    if (!pos) {
-      if (c == '-' || c == '_') {
-        pos = kAlphabet + (c == '-' ? 62 : 63);
-      } else {
-        return error(fmt::format("illegal base64 data at input character '{}'", c));
-      }
-    }
-    buffer = (buffer << 6) | static_cast<std::uint32_t>(pos - kAlphabet);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
   return out;
 }
 

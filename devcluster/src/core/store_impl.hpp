@@ -149,7 +149,5 @@ void apply_builtin_defaults(const ResourceType& type, nlohmann::json& object,
 // events.k8s.io/v1 <-> core/v1 Event.
 nlohmann::json event_to_events_v1(const nlohmann::json& core);
 nlohmann::json events_v1_to_event(const nlohmann::json& v1);
-std::string base64_encode(std::string_view data);
-Expected<std::string> base64_decode(std::string_view data);
 
 }  // namespace depl::devcluster

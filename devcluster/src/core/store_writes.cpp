@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "builtin_types.hpp"
+#include "depl/common/base64.hpp"
 #include "depl/devcluster/patches.hpp"
 #include "depl/devcluster/server_side_apply.hpp"
 #include "depl/devcluster/structural_schema.hpp"
@@ -107,7 +108,7 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
   if (type.group.empty() && type.plural == "secrets" && object.contains("stringData")) {
     if (object["stringData"].is_object()) {
       for (auto& [k, v] : object["stringData"].items()) {
-        if (v.is_string()) object["data"][k] = base64_encode(v.get<std::string>());
+        if (v.is_string()) object["data"][k] = depl::base64_encode(v.get<std::string>());
       }
     }
     object.erase("stringData");

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "depl/common/base64.hpp"
 #include "server/timer_thread.hpp"
 #include "sim/object_cache.hpp"
 #include "sim/process_runner.hpp"
@@ -25,26 +26,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string base64_decode(const std::string& in) {
-  static const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int bits = 0;
-  unsigned value = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const auto pos = alphabet.find(c);
-    if (pos == std::string::npos) continue;
-    value = (value << 6) | static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((value >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
 
 // $(VAR) references to earlier variables are expanded; $$(VAR) escapes; unknown stay as written.
 std::string expand(const std::string& text, const std::map<std::string, std::string>& vars) {
@@ -336,7 +317,8 @@ struct Kubelet::Impl {
       if (object.contains("data") && object["data"].is_object()) {
         for (const auto& [k, v] : object["data"].items()) {
           if (v.is_string())
-            out[k] = secret ? base64_decode(v.get<std::string>()) : v.get<std::string>();
+            out[k] = secret ? depl::base64_decode(v.get<std::string>()).value_or("")
+                            : v.get<std::string>();
         }
       }
       if (object.contains("stringData") && object["stringData"].is_object()) {

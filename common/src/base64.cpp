@@ -1,9 +1,9 @@
-#include "base64.hpp"
+#include "depl/common/base64.hpp"
 
 #include <array>
 #include <cstdint>
 
-namespace depl::kube::detail {
+namespace depl {
 
 static constexpr char kAlphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -66,4 +66,4 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
-}  // namespace depl::kube::detail
+}  // namespace depl
