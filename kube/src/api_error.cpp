@@ -1,6 +1,7 @@
 #include "depl/kube/api_error.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
@@ -66,9 +67,14 @@ ApiError ApiError::from_status(const nlohmann::json& status) {
     error.message = "watch ERROR event without a Status object";
     return error;
   }
+  // Only an HTTP status is taken as the code. Anything else becomes 500 rather than wrapping
+  // into a status (2^32 + 410 read as an int is 410, which would make a watcher relist).
   auto code = status.find("code");
-  error.code = (code != status.end() && code->is_number_integer()) ? code->get<int>() : 0;
-  if (error.code <= 0) error.code = 500;
+  error.code = 500;
+  if (code != status.end() && code->is_number_integer()) {
+    const auto value = code->get<std::int64_t>();
+    if (value >= 100 && value <= 599) error.code = static_cast<int>(value);
+  }
   auto reason = status.find("reason");
   error.reason = (reason != status.end() && reason->is_string()) ? reason->get<std::string>()
                                                                  : reason_for_code(error.code);

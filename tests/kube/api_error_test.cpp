@@ -70,5 +70,17 @@ TEST(ApiError, FromWatchErrorStatus) {
   EXPECT_EQ(ApiError::from_status(nlohmann::json("x")).code, 500);
 }
 
+// Found by fuzz/watch_stream_fuzz.cpp: a watch ERROR whose code was no HTTP status kept it, and
+// one past INT_MAX wrapped into a status (2^32 + 410 read as 410 made the watcher relist).
+TEST(ApiError, StatusCodeThatIsNoHttpStatusBecomes500) {
+  for (const char* code : {"5", "99", "600", "-410", "4294967706", "18446744073709551615"}) {
+    auto error = ApiError::from_status(
+        nlohmann::json::parse(std::string(R"({"kind":"Status","code":)") + code + "}"));
+    EXPECT_EQ(error.code, 500) << code;
+    EXPECT_FALSE(error.is_gone()) << code;
+  }
+  EXPECT_EQ(ApiError::from_status(nlohmann::json::parse(R"({"code":429})")).code, 429);
+}
+
 }  // namespace
 }  // namespace depl::kube
