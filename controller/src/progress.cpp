@@ -11,8 +11,10 @@ using nlohmann::json;
 
 namespace {
 
+// Messages can quote the request (a job name from the path) or the stored status, neither of
+// which need be valid UTF-8; dump() would throw on it, so invalid bytes become U+FFFD.
 HttpReply reply(int status, json body) {
-  return {status, "application/json", body.dump()};
+  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 HttpReply error_reply(int status, const std::string& message) {
@@ -72,7 +74,11 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
   ProgressOutcome out;
   if (!job.contains("status") || !job["status"].is_object()) job["status"] = json::object();
   json& status = job["status"];
-  const std::string phase = status.value("phase", "");
+  // The status is the controller's, but a user may have edited it: read it without trusting it.
+  const auto phase_field = status.find("phase");
+  const std::string phase = phase_field != status.end() && phase_field->is_string()
+                                ? phase_field->get<std::string>()
+                                : std::string();
   if (phase != "Running") {
     out.action = "checkpointAndExit";
     out.message = fmt::format("the job is {}, not Running", phase.empty() ? "not started" : phase);
@@ -80,7 +86,13 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
   }
   const auto plan = plan_from_json(status);
   ProgressRecord progress = progress_from_json(status);
-  if (!plan || report.phase != progress.phase) {
+  if (!plan || static_cast<std::size_t>(progress.phase) >= plan->phases.size()) {
+    // An unreadable or edited status (no plan, or a running phase past its end) records nothing.
+    out.action = "checkpointAndExit";
+    out.message = "the job's status has no readable plan for its running phase";
+    return out;
+  }
+  if (report.phase != progress.phase) {
     out.action = "checkpointAndExit";
     out.message =
         fmt::format("phase {} is not the running phase ({})", report.phase, progress.phase);

@@ -77,6 +77,24 @@ TEST(ApplyProgress, OldPhasesAndBadRanksAreTurnedAway) {
   EXPECT_EQ(apply_progress(job, {0, 0, 2, 0.9}).action, "checkpointAndExit");
 }
 
+// Found by fuzz/progress_endpoint_fuzz.cpp: a status whose running phase is past the plan's
+// phases was read out of bounds, and a non-string status.phase threw from json::value.
+TEST(ApplyProgress, EditedStatusIsReadWithoutTrustingIt) {
+  json job = running_job();
+  job["status"]["progress"]["phase"] = 2;  // the plan has phases 0 and 1
+  auto past = apply_progress(job, {2, 0, 5, 0.4});
+  EXPECT_EQ(past.http_status, 200);
+  EXPECT_EQ(past.action, "checkpointAndExit");
+  EXPECT_EQ(past.message, "the job's status has no readable plan for its running phase");
+  EXPECT_FALSE(past.status_changed);
+  job = running_job();
+  job["status"]["phase"] = 5;
+  ProgressOutcome not_a_string;
+  EXPECT_NO_THROW(not_a_string = apply_progress(job, {0, 0, 2, 0.9}));
+  EXPECT_EQ(not_a_string.action, "checkpointAndExit");
+  EXPECT_FALSE(not_a_string.status_changed);
+}
+
 class FakeAccess : public JobAccess {
  public:
   json job = running_job();
@@ -153,6 +171,20 @@ TEST(ProgressEndpoint, AuthenticatesParsesRecordsAndRetriesConflicts) {
   HttpRequestView get = post(body);
   get.method = "GET";
   EXPECT_EQ(endpoint.handle(get).status, 405);
+}
+
+// Found by fuzz/progress_endpoint_fuzz.cpp: a job name that is not UTF-8 made the reply's JSON
+// throw (the server turned it into a 500) instead of answering 404 naming the job.
+TEST(ProgressEndpoint, NamesThatAreNotUtf8AreAnsweredNotThrown) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpoint endpoint(access, clock, {});
+  HttpReply reply;
+  ASSERT_NO_THROW(reply = endpoint.handle(post(R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})",
+                                               "s3cret", "/v1/namespaces/ns/jobs/\xff/progress")));
+  EXPECT_EQ(reply.status, 404);
+  const json body = json::parse(reply.body);
+  EXPECT_EQ(body["error"], "job ns/\uFFFD: no progress token") << reply.body;
 }
 
 TEST(ProgressEndpoint, RateLimitsPerJob) {
