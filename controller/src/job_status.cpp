@@ -1,6 +1,8 @@
 #include "depl/controller/job_status.hpp"
 
 #include <fmt/format.h>
+#include <limits>
+#include <type_traits>
 
 namespace depl::controller {
 
@@ -46,6 +48,16 @@ T get_or(const json& object, const char* key, T fallback) {
   if (it == object.end()) return fallback;
   if constexpr (std::is_same_v<T, std::string>) {
     return it->is_string() ? it->get<std::string>() : fallback;
+  } else if constexpr (std::is_integral_v<T>) {
+    // A user may have edited the status: a number that does not fit is as unreadable as a
+    // string (converting it would be undefined behaviour).
+    if (!it->is_number()) return fallback;
+    const double value = it->get<double>();
+    if (!(value >= static_cast<double>(std::numeric_limits<T>::min()) &&
+          value <= static_cast<double>(std::numeric_limits<T>::max()))) {
+      return fallback;
+    }
+    return it->is_number_float() ? static_cast<T>(value) : it->get<T>();
   } else {
     return it->is_number() ? it->get<T>() : fallback;
   }

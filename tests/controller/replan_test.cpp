@@ -164,6 +164,28 @@ TEST(JobStatus, RoundTripsAndConditions) {
   EXPECT_EQ(condition_status(status, "Valid"), std::nullopt);
 }
 
+// Found by fuzz/progress_endpoint_fuzz.cpp (UBSan): an edited status with a number too large
+// for an int was converted anyway (undefined behaviour); it now reads as absent.
+TEST(JobStatus, NumbersThatDoNotFitAnIntReadAsAbsent) {
+  const auto status = nlohmann::json::parse(R"({
+      "plan": {"datasets": ["a"], "revision": 1e20,
+               "phases": [{"model": "m", "epochs": 2.0, "pool": "p", "workers": 3}]},
+      "progress": {"phase": 1e10, "epoch": 18446744073709551615, "stopAfterEpoch": -1e300,
+                   "history": [{"epoch": 1e10, "phase": 2147483648, "loss": 0.5}]}})");
+  auto plan = plan_from_json(status);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->revision, 0);
+  EXPECT_EQ(plan->phases[0].epochs, 2);
+  ProgressRecord progress = progress_from_json(status);
+  EXPECT_EQ(progress.phase, 0);
+  EXPECT_EQ(progress.epoch, 0);
+  EXPECT_EQ(progress.stop_after_epoch, 0);
+  ASSERT_EQ(progress.history.size(), 1u);
+  EXPECT_EQ(progress.history[0].epoch, 0);
+  EXPECT_EQ(progress.history[0].phase, 0);
+  EXPECT_DOUBLE_EQ(progress.history[0].loss, 0.5);
+}
+
 TEST(JobStatus, PlanNamesMustExist) {
   solver::Problem p = problem();
   PlanRecord r = record();
