@@ -12,7 +12,13 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
   dataset-fashion-mnist zlib1g-dev ccache
 
-.PHONY: all deps build test test-sanitize test-tsan demo bench clean format help
+# The fuzz build (make fuzz, docs/fuzzing.md): Debian's clang and its libFuzzer runtime.
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= $(notdir $(wildcard fuzz/corpus/*))
+
+.PHONY: all deps fuzz-deps build test test-sanitize test-tsan fuzz demo bench clean format help
 
 all: build
 
@@ -24,9 +30,11 @@ help:
 	@echo "make bench  - build and run the solver benchmark"
 	@echo "make test-sanitize - the whole suite under ASan + UBSan (build-asan/)"
 	@echo "make test-tsan     - the runtime's concurrency tests under TSan (build-tsan/)"
+	@echo "make fuzz          - every libFuzzer target for FUZZ_SECONDS each (build-fuzz/)"
 
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# Installs the Debian packages of $(1) that are missing; quiet when all are there.
+define apt_install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -34,7 +42,14 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call apt_install_missing,$(DEB_PACKAGES))
 	@command -v kubectl >/dev/null || echo "note: kubectl is not installed; tests that drive the dev cluster with kubectl will be skipped"
+
+fuzz-deps:
+	$(call apt_install_missing,$(FUZZ_PACKAGES))
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -57,6 +72,32 @@ test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEPL_SANITIZE=thread -DDEPL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target kube_runtime_tests
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/kube_runtime_tests
+
+# libFuzzer on every parser of outside input (issue 8), one target after the other, each for
+# FUZZ_SECONDS on a working copy of its seeds in $(FUZZ_BUILD)/corpus/ (new inputs never go into
+# the repo; fuzz/regressions/ is read as extra seeds). Fails when any target finds a crash, leak,
+# UBSan report or a hang (> 10 s); the input is then in $(FUZZ_BUILD)/artifacts/<target>/.
+fuzz: deps fuzz-deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DDEPL_FUZZ=ON -DDEPL_BUILD_TESTS=OFF \
+	  -DDEPL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target depl_fuzzers
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t $(FUZZ_BUILD)/logs && \
+	  cp -r fuzz/corpus/$$t/. $(FUZZ_BUILD)/corpus/$$t/ && \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s (log: $(FUZZ_BUILD)/logs/$$t.log)"; \
+	  dict=""; [ -f fuzz/dict/$$t.dict ] && dict="-dict=fuzz/dict/$$t.dict"; \
+	  seeds=""; [ -d fuzz/regressions/$$t ] && seeds="fuzz/regressions/$$t"; \
+	  if UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	      -timeout=10 -print_final_stats=1 $$dict -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
+	      $(FUZZ_BUILD)/corpus/$$t $$seeds > $(FUZZ_BUILD)/logs/$$t.log 2>&1; then \
+	    grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" $(FUZZ_BUILD)/logs/$$t.log; \
+	  else \
+	    tail -n 40 $(FUZZ_BUILD)/logs/$$t.log; failed="$$failed $$t"; \
+	  fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_BUILD)/artifacts/)"; exit 1; fi; \
+	echo "fuzz: no findings"
 
 demo: deps build
 	$(BUILD)/bin/kubectl-depl demo --keep-running
