@@ -75,6 +75,13 @@ Expected<HttpResponse, ApiError> Client::send(HttpRequest request) {
   for (int attempt = 1;; ++attempt) {
     HttpRequest attempt_request = request;
     if (auto failed = s.prepare(attempt_request)) return unexpected(std::move(*failed));
+    // Asked after the rate limiter's wait, as close to sending as possible.
+    if (s.options.write_fence && request.method != "GET" && request.method != "HEAD" &&
+        !s.options.write_fence()) {
+      return unexpected(ApiError::transport(
+          ApiError::kFenced, request.method + " " + request.path +
+                                 " not sent: this client may not write now (not the leader)"));
+    }
     auto result = s.transport->send(attempt_request, s.options.request_timeout);
     ApiError failure;
     if (result) {

@@ -212,6 +212,45 @@ TEST(Client, StopInterruptsABackoffWait) {
   EXPECT_TRUE(result.error().is_cancelled());
 }
 
+TEST(Client, WriteFenceHoldsBackWritesButNotReads) {
+  Fixture f;
+  std::atomic<bool> open{false};
+  ClientOptions options = f.options();
+  options.write_fence = [&] { return open.load(); };
+  Client client(f.transport, f.credentials, options);
+  f.transport->push_json(200, {{"metadata", {{"name", "p"}}}});
+  ASSERT_TRUE(client.get(resources::pods(), "ns", "p"));
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"resourceVersion", "7"}}}};
+  auto created = client.create(resources::pods(), "ns", pod);
+  ASSERT_FALSE(created);
+  EXPECT_TRUE(created.error().is_fenced()) << created.error().to_string();
+  EXPECT_FALSE(client.replace_status(resources::pods(), pod));
+  EXPECT_FALSE(client.patch(resources::pods(), "ns", "p", PatchType::Merge, json::object()));
+  EXPECT_FALSE(client.remove(resources::pods(), "ns", "p"));
+  EXPECT_EQ(f.transport->request_count(), 1u);  // only the GET went out
+
+  open = true;
+  f.transport->push_json(201, pod);
+  EXPECT_TRUE(client.create(resources::pods(), "ns", pod));
+  EXPECT_EQ(f.transport->request_count(), 2u);
+}
+
+TEST(Client, WriteFenceIsAskedBeforeEveryRetry) {
+  Fixture f;
+  std::atomic<int> asked{0};
+  ClientOptions options = f.options();
+  // Open for the first attempt only: the leader loses its lease while the PUT is retried.
+  options.write_fence = [&] { return asked.fetch_add(1) == 0; };
+  Client client(f.transport, f.credentials, options);
+  f.transport->push_status(503, "ServiceUnavailable", "busy");
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"resourceVersion", "7"}}}};
+  auto [replaced, waited] =
+      run_with_clock(f, 1, [&] { return client.replace(resources::pods(), pod); });
+  ASSERT_FALSE(replaced);
+  EXPECT_TRUE(replaced.error().is_fenced()) << replaced.error().to_string();
+  EXPECT_EQ(f.transport->request_count(), 1u);
+}
+
 TEST(TokenBucket, BurstThenSteadyRate) {
   const auto start = std::chrono::steady_clock::time_point(1h);
   TokenBucket bucket({.qps = 20, .burst = 40}, start);

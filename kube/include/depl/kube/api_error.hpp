@@ -28,6 +28,7 @@ struct ApiError {
   static constexpr std::string_view kDecodeError = "DecodeError";        // response not understood
   static constexpr std::string_view kConfigError = "ConfigError";        // credentials unavailable
   static constexpr std::string_view kInvalidRequest = "InvalidRequest";  // caught before sending
+  static constexpr std::string_view kFenced = "Fenced";  // a write held back by the write fence
 
   bool is_transport() const { return code == 0; }
   bool is_not_found() const { return code == 404; }
@@ -43,6 +44,7 @@ struct ApiError {
   bool is_server_error() const { return code >= 500; }
   bool is_timeout() const { return (code == 0 && reason == kTimeout) || code == 504; }
   bool is_cancelled() const { return code == 0 && reason == kCancelled; }
+  bool is_fenced() const { return code == 0 && reason == kFenced; }
 
   // "404 NotFound: pods \"x\" not found" or "ConnectFailed: connection refused".
   std::string to_string() const;

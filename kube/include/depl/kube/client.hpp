@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +39,12 @@ struct ClientOptions {
   std::shared_ptr<Clock> clock{};
   // Jitter of retry backoff; null = seeded from std::random_device.
   std::shared_ptr<RandomSource> random{};
+  // When set, a request that may change something (any method but GET and HEAD) is sent only
+  // while this returns true, asked right before each attempt goes on the wire; otherwise it
+  // fails with ApiError reason kFenced and never reaches the server. Leader election fences a
+  // replica's writes with it (LeaderElector::holds_lease), so a replica that cannot be sure of
+  // its lease stops writing even while a request of its own is stuck in a retry loop.
+  std::function<bool()> write_fence{};
 };
 
 // Thread-safe; copies share the same transport, limiter and credentials.
