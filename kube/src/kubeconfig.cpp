@@ -70,16 +70,32 @@ struct Reader {
   }
 };
 
-json to_json(const YAML::Node& node) {
+// Aliases make the YAML a graph that can be cyclic (`&a [*a]`) or expand exponentially (a
+// "billion laughs"), so copying a subtree into JSON is bounded in depth and size.
+constexpr int kMaxJsonDepth = 100;
+constexpr std::size_t kMaxJsonValues = 100'000;
+
+struct JsonBudget {
+  std::size_t values = 0;
+  bool exceeded = false;
+};
+
+json to_json(const YAML::Node& node, JsonBudget& budget, int depth = 0) {
+  if (budget.exceeded) return nullptr;
+  if (depth > kMaxJsonDepth || ++budget.values > kMaxJsonValues) {
+    budget.exceeded = true;
+    return nullptr;
+  }
   if (!node || node.IsNull()) return nullptr;
   if (node.IsSequence()) {
     json out = json::array();
-    for (const auto& item : node) out.push_back(to_json(item));
+    for (const auto& item : node) out.push_back(to_json(item, budget, depth + 1));
     return out;
   }
   if (node.IsMap()) {
     json out = json::object();
-    for (const auto& item : node) out[item.first.Scalar()] = to_json(item.second);
+    for (const auto& item : node)
+      out[item.first.Scalar()] = to_json(item.second, budget, depth + 1);
     return out;
   }
   const std::string& text = node.Scalar();
@@ -217,10 +233,19 @@ Expected<Kubeconfig> parse_kubeconfig(std::string_view text, std::string_view pa
         cluster.proxy_url = reader.string(body, "proxy-url", where);
         cluster.disable_compression = reader.boolean(body, "disable-compression", where);
         if (YAML::Node extensions = body["extensions"]; extensions && extensions.IsSequence()) {
+          std::size_t index = 0;
           for (const auto& extension : extensions) {
+            const std::string at = where + ".extensions[" + std::to_string(index++) + "]";
             if (extension.IsMap() && extension["name"] && extension["name"].IsScalar() &&
                 extension["name"].Scalar() == "client.authentication.k8s.io/exec") {
-              cluster.exec_extension = to_json(extension["extension"]);
+              JsonBudget budget;
+              cluster.exec_extension = to_json(extension["extension"], budget);
+              if (budget.exceeded) {
+                reader.fail(at + ".extension",
+                            "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                " levels or more than " + std::to_string(kMaxJsonValues) +
+                                " values (aliases expand too far, or refer to themselves)");
+              }
             }
           }
         }

@@ -311,5 +311,33 @@ INSTANTIATE_TEST_SUITE_P(
                 "tokenFile: "}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
+// Found by fuzz/kubeconfig_fuzz.cpp: the exec extension was copied into JSON by following
+// aliases without a bound, so a self-referring alias overflowed the stack and a "billion laughs"
+// exhausted memory. Both are now an error naming the field.
+TEST(Kubeconfig, ExecExtensionAliasesAreBounded) {
+  const std::string head =
+      "clusters:\n- name: c\n  cluster:\n    server: https://a\n    extensions:\n"
+      "    - name: client.authentication.k8s.io/exec\n      extension:";
+  std::string laughs = head + "\n        a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 8; ++i) {
+    laughs += "        a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) laughs += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  for (const std::string& text : {head + " &a [*a]\n", laughs}) {
+    auto parsed = parse_kubeconfig(text, "/k/config");
+    ASSERT_FALSE(parsed.has_value()) << text;
+    EXPECT_EQ(parsed.error().message.rfind(
+                  "/k/config: clusters[0] (\"c\").cluster.extensions[0].extension: nested deeper "
+                  "than 100 levels or more than 100000 values",
+                  0),
+              0u)
+        << parsed.error().message;
+  }
+  auto fine = parse_kubeconfig(head + " &a {audience: x, again: [1, 2]}\n", "/k/config");
+  ASSERT_TRUE(fine.has_value()) << fine.error().message;
+  EXPECT_EQ(fine->clusters.at("c").exec_extension["again"][1], 2);
+}
+
 }  // namespace
 }  // namespace depl::kube
