@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "depl/common/yaml_json.hpp"
+#include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/run_controller.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
@@ -217,7 +218,7 @@ int run_demo(const DemoOptions& o) {
   }
   fmt::print("controller   metrics {}/metrics  progress {}\n", endpoints.metrics_url,
              endpoints.progress_url);
-  auto applied = apply(client, kube::resources::dependable_training_jobs(), *job);
+  auto applied = apply(client, controller::job_resource(), *job);
   if (!applied) {
     fmt::print(stderr, "kubectl-depl demo: applying {}: {}\n", o.job, applied.error().message);
     stop.request_stop();
@@ -234,7 +235,7 @@ int run_demo(const DemoOptions& o) {
   int last_revision = 0;
   json last;
   while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
-    auto current = client.get(kube::resources::dependable_training_jobs(), ns, name);
+    auto current = client.get(controller::job_resource(), ns, name);
     if (current) {
       last = *current;
       const json& status = last.value("status", json::object());

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/kube/resource.hpp"
 
@@ -210,7 +211,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     del.propagation_policy = kube::PropagationPolicy::Background;
     del.precondition_uid = str(job["metadata"], "uid");
     auto removed =
-        client_.remove(resources::dependable_training_jobs(), key.namespace_, key.name, del);
+        client_.remove(job_resource(), key.namespace_, key.name, del);
     if (!removed && !removed.error().is_not_found()) {
       return finish(unexpected(
           api_failure("deleting the finished job (ttlSecondsAfterFinished)", removed.error())));
@@ -224,7 +225,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (d.status) {
     json updated = job;
     updated["status"] = *d.status;
-    auto written = client_.replace_status(resources::dependable_training_jobs(), updated,
+    auto written = client_.replace_status(job_resource(), updated,
                                           {options_.field_manager});
     if (!written) {
       // A conflict means our cache is behind; the watch brings the newer job and we decide again.

@@ -11,6 +11,7 @@
 #include "depl/common/random.hpp"
 #include "depl/controller/http_server.hpp"
 #include "depl/controller/job_reconciler.hpp"
+#include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/metrics.hpp"
 #include "depl/controller/progress.hpp"
@@ -58,7 +59,7 @@ class ClientJobAccess final : public JobAccess {
       : client_(client), secrets_(secrets) {}
 
   Expected<json, AccessError> get_job(const std::string& ns, const std::string& name) override {
-    auto job = client_.get(resources::dependable_training_jobs(), ns, name);
+    auto job = client_.get(job_resource(), ns, name);
     if (!job) {
       if (job.error().is_not_found()) return unexpected(AccessError{"not found", false});
       return unexpected(AccessError{"reading the job: " + job.error().message, true});
@@ -68,7 +69,7 @@ class ClientJobAccess final : public JobAccess {
 
   Expected<bool> write_status(const json& job) override {
     auto written =
-        client_.replace_status(resources::dependable_training_jobs(), job, {"depl-controller"});
+        client_.replace_status(job_resource(), job, {"depl-controller"});
     if (written) return true;
     if (written.error().is_conflict()) return false;
     return error(written.error().message);
@@ -161,7 +162,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     return std::make_unique<kube::Informer>(client, std::move(type), o, clock, random);
   };
   const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
-  auto jobs = informer(resources::dependable_training_jobs(), config.watch_namespace);
+  auto jobs = informer(job_resource(), config.watch_namespace);
   auto pods = informer(resources::pods(), "");
   auto nodes = informer(resources::nodes(), "");
   auto services = informer(resources::services(), config.watch_namespace, managed);

@@ -82,9 +82,6 @@ ResourceType custom_resource_definitions() {
   return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
           false};
 }
-ResourceType dependable_training_jobs() {
-  return {"depl.dev", "v1alpha1", "dependabletrainingjobs", "DependableTrainingJob", true};
-}
 }  // namespace resources
 
 }  // namespace depl::kube

@@ -15,6 +15,7 @@
 #include "depl/cli/cluster_access.hpp"
 #include "depl/cli/job_status_view.hpp"
 #include "depl/common/yaml_json.hpp"
+#include "depl/controller/job_resource.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
 #include "depl/kube/beast_transport.hpp"
 #include "subprocess.hpp"
@@ -72,7 +73,7 @@ class StatusOnDevCluster : public ::testing::Test {
     Expected<json, kube::ApiError> applied = unexpected(kube::ApiError{});
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     do {
-      applied = client_->create(kube::resources::dependable_training_jobs(), "ml", job);
+      applied = client_->create(controller::job_resource(), "ml", job);
       if (applied || !applied.error().is_not_found()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < until);
@@ -80,7 +81,7 @@ class StatusOnDevCluster : public ::testing::Test {
     json with_status = *applied;
     with_status["status"] = fixture_["status"];
     auto written =
-        client_->replace_status(kube::resources::dependable_training_jobs(), with_status);
+        client_->replace_status(controller::job_resource(), with_status);
     ASSERT_TRUE(written) << written.error().to_string();
   }
   void TearDown() override {

@@ -1,4 +1,5 @@
 #include "e2e_fixture.hpp"
+#include "depl/controller/job_resource.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -149,18 +150,18 @@ json ControllerE2e::job_from(const std::string& file, const std::string& name,
 }
 
 json ControllerE2e::create_job(const json& job) {
-  auto created = client_->create(resources::dependable_training_jobs(), "default", job);
+  auto created = client_->create(controller::job_resource(), "default", job);
   EXPECT_TRUE(created) << created.error().message;
   return created ? *created : json::object();
 }
 
 json ControllerE2e::get_job(const std::string& name) {
-  auto got = client_->get(resources::dependable_training_jobs(), "default", name);
+  auto got = client_->get(controller::job_resource(), "default", name);
   return got ? *got : json::object();
 }
 
 json ControllerE2e::merge_patch_job(const std::string& name, const json& patch) {
-  auto patched = client_->patch(resources::dependable_training_jobs(), "default", name,
+  auto patched = client_->patch(controller::job_resource(), "default", name,
                                 kube::PatchType::Merge, patch);
   EXPECT_TRUE(patched) << patched.error().message;
   return patched ? *patched : json::object();

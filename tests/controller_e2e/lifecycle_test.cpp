@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "depl/kube/resource.hpp"
+#include "depl/controller/job_resource.hpp"
 #include "e2e_fixture.hpp"
 
 namespace depl::e2e {
@@ -166,7 +167,7 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
            !list(resources::secrets(), selector).empty();
   })) << "the job's pod, service and secret did not all appear";
 
-  auto removed = client_->remove(resources::dependable_training_jobs(), "default", "doomed");
+  auto removed = client_->remove(controller::job_resource(), "default", "doomed");
   ASSERT_TRUE(removed) << removed.error().message;
   EXPECT_TRUE(wait_until([&] {
     return pods_of("doomed").empty() && list(resources::services(), selector).empty() &&

@@ -8,13 +8,19 @@ namespace {
 
 using nlohmann::json;
 
+// A namespaced custom resource (the operator's, as test data: the library has no built-in
+// knowledge of it).
+ResourceType example_crd() {
+  return {"depl.dev", "v1alpha1", "dependabletrainingjobs", "DependableTrainingJob", true};
+}
+
 TEST(ResourcePaths, NamespacedClusterScopedAndAllNamespaces) {
   EXPECT_EQ(collection_path(resources::pods(), "team-a"), "/api/v1/namespaces/team-a/pods");
   EXPECT_EQ(collection_path(resources::pods(), ""), "/api/v1/pods");
   EXPECT_EQ(collection_path(resources::nodes(), "ignored"), "/api/v1/nodes");
   EXPECT_EQ(object_path(resources::leases(), "kube-system", "depl-leader"),
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/depl-leader");
-  EXPECT_EQ(object_path(resources::dependable_training_jobs(), "ml", "job-1", "status"),
+  EXPECT_EQ(object_path(example_crd(), "ml", "job-1", "status"),
             "/apis/depl.dev/v1alpha1/namespaces/ml/dependabletrainingjobs/job-1/status");
   EXPECT_EQ(object_path(resources::nodes(), "", "node-1"), "/api/v1/nodes/node-1");
   EXPECT_EQ(resources::leases().api_version(), "coordination.k8s.io/v1");
@@ -103,12 +109,12 @@ TEST(RequestBuilder, CreateTakesNamespaceFromObjectWhenNotGiven) {
 TEST(RequestBuilder, ReplaceAndReplaceStatusUseObjectMetadata) {
   json job = {{"metadata", {{"name", "j"}, {"namespace", "ml"}, {"resourceVersion", "7"}}},
               {"status", {{"phase", "Running"}}}};
-  auto replace = requests::replace(resources::dependable_training_jobs(), job);
+  auto replace = requests::replace(example_crd(), job);
   ASSERT_TRUE(replace);
   EXPECT_EQ(replace->method, "PUT");
   EXPECT_EQ(replace->path, "/apis/depl.dev/v1alpha1/namespaces/ml/dependabletrainingjobs/j");
   EXPECT_EQ(json::parse(replace->body)["metadata"]["resourceVersion"], "7");
-  auto status = requests::replace_status(resources::dependable_training_jobs(), job);
+  auto status = requests::replace_status(example_crd(), job);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->path, "/apis/depl.dev/v1alpha1/namespaces/ml/dependabletrainingjobs/j/status");
   EXPECT_FALSE(requests::replace(resources::pods(), json{{"metadata", {{"name", "x"}}}}));

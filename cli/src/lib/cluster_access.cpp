@@ -1,4 +1,5 @@
 #include "depl/cli/cluster_access.hpp"
+#include "depl/controller/job_resource.hpp"
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ Expected<ClusterAccess> connect_to_cluster(const ClusterFlags& flags) {
 }
 
 Expected<nlohmann::json> fetch_training_job(ClusterAccess& access, const std::string& name) {
-  const kube::ResourceType type = kube::resources::dependable_training_jobs();
+  const kube::ResourceType type = controller::job_resource();
   auto job = access.client.get(type, access.namespace_, name);
   if (job) return std::move(*job);
   const kube::ApiError& e = job.error();

@@ -267,8 +267,13 @@ TEST_F(DevClusterTest, DeletionSendsSigtermThenSigkillAfterTheGracePeriod) {
               {"containers",
                {shell_container("trap '' TERM; echo ready; while true; do sleep 0.05; done")}}},
              "stubborn");
-  ASSERT_TRUE(
-      eventually([&] { return phase("polite") == "Running" && phase("stubborn") == "Running"; }));
+  // Running is reported once the process exists; its trap is set only when it prints "ready".
+  auto ready = [&](const char* name) {
+    auto logs = http_request(port(), "GET",
+                             std::string("/api/v1/namespaces/default/pods/") + name + "/log");
+    return logs.status == 200 && logs.body.find("ready") != std::string::npos;
+  };
+  ASSERT_TRUE(eventually([&] { return ready("polite") && ready("stubborn"); }));
   const auto start = std::chrono::steady_clock::now();
   for (const char* name : {"polite", "stubborn"}) {
     auto r = store().remove(ResourceRef{"", "v1", "pods", "default", name, ""});

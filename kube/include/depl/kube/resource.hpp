@@ -11,7 +11,7 @@ namespace depl::kube {
 struct ResourceType {
   std::string group{};     // "" for the core group ("v1" objects live under /api)
   std::string version{};   // "v1", "v1alpha1", ...
-  std::string resource{};  // lower-case plural as in the URL: "pods", "dependabletrainingjobs"
+  std::string resource{};  // lower-case plural as in the URL: "pods", "leases"
   std::string kind{};      // "Pod"
   bool namespaced = true;
 
@@ -46,7 +46,6 @@ ResourceType secrets();
 ResourceType events();                       // core/v1 Events (the ones `kubectl describe` shows)
 ResourceType leases();                       // coordination.k8s.io/v1
 ResourceType custom_resource_definitions();  // apiextensions.k8s.io/v1, cluster-scoped
-ResourceType dependable_training_jobs();     // depl.dev/v1alpha1, namespaced
 }  // namespace resources
 
 }  // namespace depl::kube
