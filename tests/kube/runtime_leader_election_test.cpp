@@ -27,6 +27,8 @@ struct LeaseApi {
   std::optional<json> lease;
   int version = 0;
   bool failing = false;
+  bool hang_puts = false;  // PUTs block until cleared (a renewal stuck on the wire)
+  std::condition_variable_any released;
   int conflicts_to_inject = 0;
   std::vector<std::pair<Clock::TimePoint, json>> writes;  // accepted POST/PUT bodies
   Signal written;
@@ -49,6 +51,8 @@ struct LeaseApi {
       return accept(std::move(body), lock);
     }
     if (request.method == "PUT" && request.path == kLeasePath) {
+      released.wait(lock, [&] { return !hang_puts; });
+      if (failing) return reply(500, testing::status_body(500, "InternalError", "etcd down"));
       if (conflicts_to_inject > 0) {
         --conflicts_to_inject;
         return reply(409, testing::status_body(409, "Conflict", "the object has been modified"));
@@ -286,22 +290,56 @@ TEST(LeaderElectionTest, StopsLeadingWhenRenewFailsBeforeTheLeaseCanExpire) {
     std::lock_guard lock(f.api.mutex);
     f.api.failing = true;
   }
-  // Renew round from t0+2 s: attempts at 2, 4, 6, 8, 10 s fail; the deadline is t0+12 s.
-  for (int i = 0; i < 5; ++i) f.step();
+  // Renewals at 2, 4, 6 and 8 s fail; the deadline is renewDeadline after the last renewal
+  // that succeeded (t0), not after the first failed one (that would be t0+12 s).
+  for (int i = 0; i < 4; ++i) f.step();
   EXPECT_EQ(f.stopped.count(), 0);
   EXPECT_TRUE(f.elector->is_leader());
+  EXPECT_TRUE(f.elector->holds_lease());
   ASSERT_TRUE(f.clock->wait_for_sleepers(1));
   f.clock->advance_to_next_deadline();
+  EXPECT_FALSE(f.elector->holds_lease());
   ASSERT_TRUE(f.stopped.wait_for(1));
   ASSERT_TRUE(f.work_stopped.wait_for(1));
   EXPECT_FALSE(f.elector->is_leader());
   {
     std::lock_guard lock(f.mutex);
-    EXPECT_EQ(f.stopped_at - t0, 12s);
+    EXPECT_EQ(f.stopped_at - t0, 10s);
     EXPECT_LT(f.stopped_at - t0, 15s);  // before anyone else may consider the lease expired
   }
   f.runner.join();                     // run() returned by itself
   EXPECT_EQ(f.api.write_count(), 1u);  // no release attempt after losing
+}
+
+TEST(LeaderElectionTest, HoldsLeaseTurnsFalseAtTheRenewDeadlineWhileARenewalHangs) {
+  ElectionFixture f;
+  const auto t0 = f.clock->now();
+  f.start();
+  ASSERT_TRUE(f.started.wait_for(1));
+  EXPECT_TRUE(f.elector->holds_lease());
+  {
+    std::lock_guard lock(f.api.mutex);
+    f.api.hang_puts = true;
+  }
+  f.step();  // the renewal at t0+2 s: its GET answers, its PUT hangs
+  ASSERT_TRUE(f.transport->wait_for_requests(3, 10s));
+  f.clock->advance(8s - std::chrono::milliseconds(1));
+  EXPECT_TRUE(f.elector->holds_lease());
+  f.clock->advance(std::chrono::milliseconds(1));
+  // The elector is still inside the request, but writes fenced on holds_lease() stop now:
+  // renewDeadline (10 s) after the last renewal that went out, 5 s before the lease can expire.
+  EXPECT_EQ(f.clock->now() - t0, 10s);
+  EXPECT_FALSE(f.elector->holds_lease());
+  EXPECT_TRUE(f.elector->is_leader());
+  {
+    std::lock_guard lock(f.api.mutex);
+    f.api.hang_puts = false;
+    f.api.failing = true;
+  }
+  f.api.released.notify_all();
+  ASSERT_TRUE(f.stopped.wait_for(1));
+  EXPECT_FALSE(f.elector->is_leader());
+  f.runner.join();
 }
 
 }  // namespace

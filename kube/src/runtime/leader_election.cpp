@@ -60,6 +60,10 @@ LeaderElector::LeaderElector(Client& client, Clock& clock, RandomSource& random,
                              LeaderElectionConfig config)
     : client_(client), clock_(clock), random_(random), config_(std::move(config)) {}
 
+bool LeaderElector::holds_lease() const {
+  return leading_.load() && clock_.now() < valid_until_.load();
+}
+
 std::string LeaderElector::observed_leader() const {
   std::lock_guard lock(mutex_);
   return observed_spec_.is_object() ? observed_spec_.value("holderIdentity", "") : "";
@@ -106,14 +110,17 @@ bool LeaderElector::acquire(std::stop_token stop) {
 bool LeaderElector::renew(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (!clock_.sleep_for(config_.retry_period, stop)) return true;
-    const Clock::TimePoint deadline = clock_.now() + config_.renew_deadline;
     while (true) {
       if (stop.stop_requested()) return true;
       if (try_acquire_or_renew()) break;
+      // The deadline runs from the last renewal that succeeded: counting it from the start of
+      // this round would let us lead for retryPeriod + renewDeadline after it, which may
+      // outlast the lease others see (leaseDuration only has to exceed renewDeadline).
+      const Clock::TimePoint deadline = valid_until_.load();
       if (clock_.now() >= deadline) return false;
       const Clock::TimePoint retry_at = std::min(deadline, clock_.now() + config_.retry_period);
       if (!clock_.sleep_until(retry_at, stop)) return true;
-      if (clock_.now() >= deadline) return false;
+      if (clock_.now() >= valid_until_.load()) return false;
     }
   }
   return true;
@@ -138,6 +145,8 @@ void LeaderElector::observe(const nlohmann::json& spec) {
 
 bool LeaderElector::try_acquire_or_renew() {
   const ResourceType leases = resources::leases();
+  // Whatever others see of this attempt, they see it no earlier than now.
+  const Clock::TimePoint sent = clock_.now();
   const std::string now_text = format_micro_time(clock_.wall_now());
   const std::int64_t duration_seconds = whole_seconds_up(config_.lease_duration);
 
@@ -165,6 +174,7 @@ bool LeaderElector::try_acquire_or_renew() {
       return false;
     }
     observe((*created)["spec"]);
+    valid_until_ = sent + config_.renew_deadline;
     std::lock_guard lock(mutex_);
     held_lease_ = std::move(*created);
     return true;
@@ -200,6 +210,7 @@ bool LeaderElector::try_acquire_or_renew() {
     return false;
   }
   observe((*updated)["spec"]);
+  valid_until_ = sent + config_.renew_deadline;
   std::lock_guard lock(mutex_);
   held_lease_ = std::move(*updated);
   return true;

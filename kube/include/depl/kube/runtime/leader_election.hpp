@@ -3,8 +3,11 @@
 //  - Acquire when the lease is absent, released (no holder) or expired. "Expired" is judged on
 //    the LOCAL clock: the time we first observed the current record plus its
 //    leaseDurationSeconds, never the renewTime written by another machine (clock skew).
-//  - Renew every retryPeriod. If no renew succeeds within renewDeadline, stop leading at once
-//    (renewDeadline < leaseDuration, so we stop before anyone else may take over).
+//  - Renew every retryPeriod. If no renew succeeds within renewDeadline of the last one that
+//    did, stop leading (renewDeadline < leaseDuration, so we stop before anyone else may take
+//    over). The deadline counts from when that renewal was sent, not from when a round of
+//    attempts began, and holds_lease() turns false at it even while a request still hangs:
+//    fence writes with it (ClientOptions::write_fence).
 //  - Writes use the lease's resourceVersion: a 409 means someone else wrote first; retry next
 //    period. On shutdown the holder releases (holder cleared, leaseDurationSeconds 1).
 #pragma once
@@ -64,6 +67,9 @@ class LeaderElector {
   void run(std::stop_token stop);
 
   bool is_leader() const { return leading_.load(); }
+  // Leading and within renewDeadline of the last successful renewal (measured from when it was
+  // sent): nobody else can hold the lease now. Thread-safe; cheap enough for every request.
+  bool holds_lease() const;
   std::string observed_leader() const;  // holder of the last lease we read
 
  private:
@@ -87,6 +93,8 @@ class LeaderElector {
   nlohmann::json observed_spec_;      // the last lease spec read or written
   Clock::TimePoint observed_time_{};  // local time observed_spec_ was first seen
   nlohmann::json held_lease_;         // our last successful write (for release)
+  // When our last successful acquire/renew was sent, plus renewDeadline.
+  std::atomic<Clock::TimePoint> valid_until_{Clock::TimePoint{}};
   std::string reported_leader_;
 };
 
