@@ -101,8 +101,14 @@ bool LeaderElector::acquire(std::stop_token stop) {
                config_.lease_namespace, config_.lease_name, config_.identity);
   while (!stop.stop_requested()) {
     if (try_acquire_or_renew()) return true;
-    const auto delay = random_.jitter(config_.retry_period, kJitterFactor);
-    if (!clock_.sleep_for(delay, stop)) return false;
+    Clock::TimePoint wake = clock_.now() + random_.jitter(config_.retry_period, kJitterFactor);
+    {
+      // Waiting a whole jittered period past the holder's expiry would delay a takeover by up
+      // to 2.2 retry periods for nothing.
+      std::lock_guard lock(mutex_);
+      if (other_expiry_ > clock_.now() && other_expiry_ < wake) wake = other_expiry_;
+    }
+    if (!clock_.sleep_until(wake, stop)) return false;
   }
   return false;
 }
@@ -177,6 +183,7 @@ bool LeaderElector::try_acquire_or_renew() {
     valid_until_ = sent + config_.renew_deadline;
     std::lock_guard lock(mutex_);
     held_lease_ = std::move(*created);
+    other_expiry_ = Clock::kNever;
     return true;
   }
 
@@ -189,7 +196,8 @@ bool LeaderElector::try_acquire_or_renew() {
   const std::int64_t held_for = old_spec.value("leaseDurationSeconds", std::int64_t{0});
   if (!holder.empty() && holder != config_.identity) {
     std::lock_guard lock(mutex_);
-    if (observed_time_ + std::chrono::seconds(held_for) > clock_.now()) return false;
+    other_expiry_ = observed_time_ + std::chrono::seconds(held_for);
+    if (other_expiry_ > clock_.now()) return false;
   }
 
   nlohmann::json& spec = lease["spec"];
@@ -213,6 +221,7 @@ bool LeaderElector::try_acquire_or_renew() {
   valid_until_ = sent + config_.renew_deadline;
   std::lock_guard lock(mutex_);
   held_lease_ = std::move(*updated);
+  other_expiry_ = Clock::kNever;
   return true;
 }
 

@@ -8,6 +8,8 @@
 //    over). The deadline counts from when that renewal was sent, not from when a round of
 //    attempts began, and holds_lease() turns false at it even while a request still hangs:
 //    fence writes with it (ClientOptions::write_fence).
+//  - A candidate that sees another holder tries again after a jittered retryPeriod, or at the
+//    moment that holder's lease expires on our clock when that comes first.
 //  - Writes use the lease's resourceVersion: a 409 means someone else wrote first; retry next
 //    period. On shutdown the holder releases (holder cleared, leaseDurationSeconds 1).
 #pragma once
@@ -95,6 +97,8 @@ class LeaderElector {
   nlohmann::json held_lease_;         // our last successful write (for release)
   // When our last successful acquire/renew was sent, plus renewDeadline.
   std::atomic<Clock::TimePoint> valid_until_{Clock::TimePoint{}};
+  // When the other holder's lease expires on our clock (kNever: no other holder seen).
+  Clock::TimePoint other_expiry_ = Clock::kNever;
   std::string reported_leader_;
 };
 
