@@ -225,7 +225,8 @@ void ApiStore::Impl::record_write(const std::string& verb, const ResourceType& t
                                   const ResourceRef& ref, const std::string& manager,
                                   const std::string& user_agent, int code) {
   pending.records.push_back({verb, type.api_version(), type.plural, ref.subresource, ref.ns,
-                             ref.name, manager, user_agent, std::to_string(rv), code});
+                             ref.name, manager, user_agent, std::to_string(rv), code,
+                             std::chrono::steady_clock::now()});
 }
 
 }  // namespace depl::devcluster

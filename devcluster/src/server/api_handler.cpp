@@ -199,6 +199,12 @@ void ApiHandler::fail_next_requests(int count, int code) {
   fail_code_ = code;
 }
 
+void ApiHandler::fail_requests_where(std::function<bool(const HttpRequest&)> match, int code) {
+  std::lock_guard lock(mutex_);
+  fail_match_ = std::move(match);
+  fail_match_code_ = code;
+}
+
 void ApiHandler::answer_unavailable_for(std::chrono::milliseconds duration) {
   std::lock_guard lock(mutex_);
   unavailable_until_ = std::chrono::steady_clock::now() + duration;
@@ -275,9 +281,10 @@ HandlerResult ApiHandler::handle(HttpRequest& request) {
     case ApiPath::Kind::Resource: {
       {
         std::lock_guard lock(mutex_);
-        if (fail_count_ > 0) {
-          --fail_count_;
-          const int code = fail_code_;
+        const bool matched = fail_match_ && fail_match_(request);
+        if (fail_count_ > 0 || matched) {
+          if (!matched) --fail_count_;
+          const int code = matched ? fail_match_code_ : fail_code_;
           const std::string reason = code == 409   ? "Conflict"
                                      : code == 429 ? "TooManyRequests"
                                      : code == 503 ? "ServiceUnavailable"

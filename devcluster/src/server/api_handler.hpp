@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,9 @@ class ApiHandler {
   // Fault injection: the next `count` resource requests (not discovery, OpenAPI or health)
   // answer `code` (409, 429 with Retry-After: 1, 500, ...) without touching the store.
   void fail_next_requests(int count, int code);
+  // Every resource request for which `match` is true answers `code` like fail_next_requests,
+  // until called again with an empty `match`.
+  void fail_requests_where(std::function<bool(const HttpRequest&)> match, int code);
   // Every request answers 503 (Retry-After: 1) until `duration` has passed.
   void answer_unavailable_for(std::chrono::milliseconds duration);
 
@@ -80,6 +84,8 @@ class ApiHandler {
   PodLogSource* log_source_ = nullptr;
   int fail_count_ = 0;
   int fail_code_ = 500;
+  std::function<bool(const HttpRequest&)> fail_match_;
+  int fail_match_code_ = 500;
   std::chrono::steady_clock::time_point unavailable_until_{};
   std::uint64_t openapi_generation_ = ~0ull;
   nlohmann::json openapi_index_;

@@ -270,6 +270,19 @@ void DevCluster::fail_next_requests(int count, int code) {
   if (impl_->handler) impl_->handler->fail_next_requests(count, code);
 }
 
+void DevCluster::fail_requests_where(std::function<bool(const RequestSummary&)> match, int code) {
+  if (!impl_->handler) return;
+  if (!match) {
+    impl_->handler->fail_requests_where(nullptr, code);
+    return;
+  }
+  impl_->handler->fail_requests_where(
+      [match = std::move(match)](const HttpRequest& request) {
+        return match(RequestSummary{request.method, request.path, request.header("user-agent")});
+      },
+      code);
+}
+
 void DevCluster::make_unavailable(std::chrono::milliseconds duration, Outage how) {
   std::lock_guard lock(impl_->mutex);
   if (impl_->stopped) return;

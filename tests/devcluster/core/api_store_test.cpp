@@ -304,9 +304,10 @@ TEST_F(StoreTest, SecretsStringDataBecomesData) {
   EXPECT_FALSE(created.contains("stringData"));
 }
 
-TEST_F(StoreTest, WriteRecorderSeesWhoWrote) {
+TEST_F(StoreTest, WriteRecorderSeesWhoWroteAndWhen) {
   std::vector<WriteRecord> records;
   store.set_write_recorder([&](const WriteRecord& r) { records.push_back(r); });
+  const auto before = std::chrono::steady_clock::now();
   must(store.create(core("configmaps", "default"),
                     {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c"}}}},
                     {.user_agent = "depl-controller/0.1 (linux)"}),
@@ -318,6 +319,10 @@ TEST_F(StoreTest, WriteRecorderSeesWhoWrote) {
   EXPECT_EQ(records[0].name, "c");
   EXPECT_EQ(records[1].verb, "delete");
   EXPECT_EQ(records[1].user_agent, "kubectl/v1.32");
+  // Stamped when the store applied each write, in the order it applied them.
+  EXPECT_GE(records[0].time, before);
+  EXPECT_GE(records[1].time, records[0].time);
+  EXPECT_LE(records[1].time, std::chrono::steady_clock::now());
 }
 
 }  // namespace

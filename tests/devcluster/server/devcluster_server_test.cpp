@@ -147,6 +147,34 @@ TEST_F(DevClusterTest, FailsTheNextRequestsOnDemand) {
   EXPECT_EQ(http_request(port(), "GET", "/api/v1/nodes").status, 200);
 }
 
+TEST_F(DevClusterTest, FailsOneClientsRequestsUntilCleared) {
+  cluster_->fail_requests_where(
+      [](const RequestSummary& r) {
+        return r.method == "PUT" && r.user_agent.find("(identity=a)") != std::string::npos;
+      },
+      503);
+  const std::map<std::string, std::string> a = {{"User-Agent", "depl-controller/0.1 (identity=a)"}};
+  const std::map<std::string, std::string> b = {{"User-Agent", "depl-controller/0.1 (identity=b)"}};
+  const std::string map = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m"}})";
+  ASSERT_EQ(http_request(port(), "POST", "/api/v1/namespaces/default/configmaps", map,
+                         "application/json", a)
+                .status,
+            201);
+  auto refused = http_request(port(), "PUT", "/api/v1/namespaces/default/configmaps/m", map,
+                              "application/json", a);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_EQ(http_request(port(), "PUT", "/api/v1/namespaces/default/configmaps/m", map,
+                         "application/json", b)
+                .status,
+            200);
+  cluster_->fail_requests_where(nullptr, 0);
+  EXPECT_EQ(http_request(port(), "PUT", "/api/v1/namespaces/default/configmaps/m", map,
+                         "application/json", a)
+                .status,
+            200);
+}
+
 TEST_F(DevClusterTest, UnavailableServerRefusesThenComesBack) {
   cluster_->make_unavailable(std::chrono::milliseconds(500), DevCluster::Outage::Refuse);
   EXPECT_EQ(http_request(port(), "GET", "/version").status, 0);

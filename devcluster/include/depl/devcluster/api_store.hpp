@@ -97,6 +97,8 @@ struct WriteRecord {
   std::string user_agent;
   std::string resource_version;  // after the write
   int code = 0;                  // the answer's HTTP code
+  // When the store applied it (steady clock, under the store lock: ordered like the writes).
+  std::chrono::steady_clock::time_point time{};
 };
 
 struct StoreOptions {

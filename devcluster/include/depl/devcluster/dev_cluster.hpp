@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,13 @@ struct DevClusterOptions {
   int server_threads = 2;
 };
 
+// What a request-matching fault looks at (DevCluster::fail_requests_where).
+struct RequestSummary {
+  std::string method;      // "GET", "PUT", ...
+  std::string path;        // percent-decoded, without the query
+  std::string user_agent;  // the User-Agent header, "" when absent
+};
+
 class DevCluster {
  public:
   static Expected<std::unique_ptr<DevCluster>> start(DevClusterOptions options);
@@ -69,6 +77,11 @@ class DevCluster {
   void compact_history();
   // The next `count` resource requests answer `code` (409, 429 with Retry-After, 500, ...).
   void fail_next_requests(int count, int code);
+  // Every resource request for which `match` is true answers `code` the same way, without
+  // touching the store, until this is called again with an empty `match`. For one client's
+  // requests only, e.g. the Lease renewals of one controller replica (by its User-Agent).
+  // `match` runs on the server's threads.
+  void fail_requests_where(std::function<bool(const RequestSummary&)> match, int code);
   enum class Outage {
     Refuse,              // the listener closes: connections are refused, open ones cut
     ServiceUnavailable,  // every request answers 503 with Retry-After
