@@ -4,9 +4,19 @@
 // starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
 // The demo and the end-to-end tests use it as a stand-in for a real trainer.
 //
-// Test-only knob: DEPL_SIM_FAIL_AT_EPOCH=N makes the worker exit 1 right after reporting epoch N,
-// unless it resumed from a checkpoint at epoch N or later: a pod fails once, and its replacement
-// resumes from the checkpoint and runs on (tests/controller_e2e).
+// Test-only knobs (tests/controller_e2e, docs/e2e-tests.md):
+//  - DEPL_SIM_FAIL_AT_EPOCH=N makes the worker exit 1 right after reporting epoch N, unless it
+//    resumed from a checkpoint at epoch N or later: a pod fails once, and its replacement
+//    resumes from the checkpoint and runs on.
+//  - DEPL_SIM_PROGRESS_RETRY_SECONDS=S keeps retrying a report the endpoint did not answer (or
+//    answered 5xx/429) for up to S seconds, every 100 ms to 500 ms, instead of the contract's
+//    five attempts in about 3 s: enough to outlast a controller restart or a leader handover.
+//  - DEPL_SIM_ACK_FILE=PATH appends one JSON line per acknowledged report ({"phase", "rank",
+//    "epoch", "loss", "action"}) to PATH, so a test can check that no acknowledged report is
+//    lost.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -83,6 +93,20 @@ void write_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
   if (ec) spdlog::warn("event=checkpoint_write_failed file={} error=\"{}\"", file.string(), ec.message());
 }
 
+// Appends one line with a single write(2) on an O_APPEND descriptor: lines of concurrent
+// workers never interleave.
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    spdlog::warn("event=ack_file_unwritable file={}", path);
+    return;
+  }
+  const std::string text = line + "\n";
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    spdlog::warn("event=ack_file_short_write file={}", path);
+  ::close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,11 +166,26 @@ int main(int argc, char** argv) {
     spdlog::info("event=resume checkpoint_epoch={} start_epoch={}", c->epoch, start_epoch);
   }
 
+  double retry_seconds = 0;
+  if (auto v = env("DEPL_SIM_PROGRESS_RETRY_SECONDS")) {
+    char* end = nullptr;
+    retry_seconds = std::strtod(v->c_str(), &end);
+    if (end == v->c_str() || *end != '\0' || !(retry_seconds >= 0)) {
+      fmt::print(stderr,
+                 "depl-sim-worker: DEPL_SIM_PROGRESS_RETRY_SECONDS must be a number >= 0, "
+                 "got \"{}\"\n",
+                 *v);
+      return 2;
+    }
+  }
+  const std::string ack_file = env("DEPL_SIM_ACK_FILE").value_or("");
+
   std::optional<depl::worker::ProgressClient> progress;
   if (auto url = env("DEPL_PROGRESS_URL")) {
     depl::worker::ProgressClientOptions options;
     options.url = *url;
     options.token = env("DEPL_PROGRESS_TOKEN").value_or("");
+    if (retry_seconds > 0) options.attempts = 1;  // the loop below retries
     auto client = depl::worker::ProgressClient::create(options);
     if (!client) {
       fmt::print(stderr, "depl-sim-worker: DEPL_PROGRESS_URL: {}\n", client.error().message);
@@ -167,6 +206,25 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (!progress) continue;
     auto answer = progress->post({phase, rank, epoch, loss});
+    if (retry_seconds > 0) {
+      const auto give_up =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_seconds);
+      auto backoff = std::chrono::milliseconds(100);
+      while (!answer && !answer.error().rejected && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+        answer = progress->post({phase, rank, epoch, loss});
+      }
+    }
+    if (answer && !ack_file.empty()) {
+      const bool stop_now = *answer == depl::worker::ProgressAction::CheckpointAndExit;
+      append_line(ack_file, json{{"phase", phase},
+                                 {"rank", rank},
+                                 {"epoch", epoch},
+                                 {"loss", loss},
+                                 {"action", stop_now ? "checkpointAndExit" : "continue"}}
+                                .dump());
+    }
     if (!answer) {
       fmt::print(stderr, "depl-sim-worker: progress report for epoch {} failed: {}\n", epoch,
                  answer.error().message);
