@@ -2,8 +2,37 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
 #include "depl/controller/run_controller.hpp"
 #include "depl/kube/runtime/termination_signals.hpp"
+
+namespace {
+
+// "15s", "500ms", "1.5s", "2m": a decimal number and one of ms, s, m, h.
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [unit, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || !(value >= 0)) return std::nullopt;
+  const std::string suffix(unit, end);
+  double ms_per_unit = 0;
+  for (const auto& [name, per_unit] :
+       {std::pair{"ms", 1.0}, std::pair{"s", 1e3}, std::pair{"m", 60e3}, std::pair{"h", 3600e3}}) {
+    if (suffix == name) ms_per_unit = per_unit;
+  }
+  if (ms_per_unit == 0) return std::nullopt;
+  const double ms = value * ms_per_unit;
+  if (ms > 1e12) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<long long>(ms + 0.5));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   depl::controller::ControllerConfig config;
@@ -30,7 +59,21 @@ int main(int argc, char** argv) {
                "run leader election on a Lease (for more than one replica)");
   app.add_option("--leader-election-namespace", config.leader_election_namespace,
                  "namespace of the Lease (default: POD_NAMESPACE or depl-system)");
-  app.add_option("--identity", config.identity, "this replica's identity (default: hostname-pid)");
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  app.add_option("--leader-elect-lease-duration", lease_duration,
+                 "how long a standby waits, after it last saw the Lease renewed, before taking "
+                 "it over (whole seconds in the Lease)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+                 "the leader stops writing and leading when it could not renew for this long "
+                 "(less than the lease duration)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", retry_period,
+                 "how often the leader renews and a standby tries to acquire (jittered up to "
+                 "2.2x for standbys)")
+      ->capture_default_str();
+  app.add_option("--identity", config.identity,
+                 "this replica's identity in the Lease and its User-Agent (default: hostname-pid)");
   app.add_option("--workers", config.workers, "concurrent reconciles")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -46,6 +89,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  for (auto [flag, text, out] :
+       {std::tuple{"--leader-elect-lease-duration", &lease_duration, &config.lease_duration},
+        std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &config.renew_deadline},
+        std::tuple{"--leader-elect-retry-period", &retry_period, &config.retry_period}}) {
+    auto parsed = parse_duration(*text);
+    if (!parsed || parsed->count() <= 0) {
+      spdlog::error("msg=\"cannot start\" error=\"{} {}: want a duration like 15s or 500ms\"", flag,
+                    *text);
+      return 2;
+    }
+    *out = *parsed;
+  }
   config.rendezvous = rendezvous == "loopback" ? depl::controller::RendezvousMode::Loopback
                                                : depl::controller::RendezvousMode::Dns;
   if (log_format == "json") {

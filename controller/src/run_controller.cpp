@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -144,10 +146,21 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   SystemClock clock;
   auto shared_clock = std::make_shared<SystemClock>();
   RandomSource random = RandomSource::from_entropy();
+  const std::string identity = config.identity.empty() ? default_identity() : config.identity;
   kube::ClientOptions client_options;
   client_options.clock = shared_clock;
-  client_options.user_agent = "depl-controller/0.1";
+  client_options.user_agent = fmt::format("depl-controller/0.1 (identity={})", identity);
   client_options.default_namespace = connection->default_namespace;
+  // With leader election, nothing but the Lease is written unless this replica holds the lease
+  // right now (renewed within renewDeadline): not its reconciles, not its progress endpoint,
+  // not a request stuck in a retry loop while the lease runs out. The elector is created below;
+  // until then, and for good once it stops leading, writes are fenced.
+  std::atomic<kube::LeaderElector*> elector_for_fence{nullptr};
+  auto holds_lease = [&elector_for_fence] {
+    const kube::LeaderElector* e = elector_for_fence.load();
+    return e != nullptr && e->holds_lease();
+  };
+  if (config.leader_elect) client_options.write_fence = holds_lease;
   kube::Client client(*transport, connection->credentials, client_options);
 
   const std::string home_ns = own_namespace();
@@ -178,7 +191,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
 
   kube::EventRecorderOptions event_options;
   event_options.component = "depl-controller";
-  event_options.reporting_instance = config.identity.empty() ? default_identity() : config.identity;
+  event_options.reporting_instance = identity;
   kube::EventRecorder recorder(client, clock, event_options);
 
   ReconcilerOptions options;
@@ -198,7 +211,14 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   progress_options.address = progress_listen->first;
   progress_options.port = progress_listen->second;
   auto progress_server = HttpServer::start(progress_options, [&](const HttpRequestView& r) {
-    HttpReply reply = progress.handle(r);
+    // A standby records nothing (its writes are fenced): the worker retries, and the Service
+    // sends the retry to a replica at random until it reaches the leader.
+    HttpReply reply = config.leader_elect && !holds_lease()
+                          ? HttpReply{503, "application/json",
+                                      json{{"error",
+                                            "this replica is not the leader; retry the report"}}
+                                          .dump()}
+                          : progress.handle(r);
     metrics.add("depl_progress_reports_total", {{"code", std::to_string(reply.status)}});
     return reply;
   });
@@ -353,7 +373,10 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     le.lease_namespace =
         config.leader_election_namespace.empty() ? home_ns : config.leader_election_namespace;
     le.lease_name = config.leader_election_id;
-    le.identity = config.identity.empty() ? default_identity() : config.identity;
+    le.identity = identity;
+    le.lease_duration = config.lease_duration;
+    le.renew_deadline = config.renew_deadline;
+    le.retry_period = config.retry_period;
     le.callbacks.on_started_leading = [&](std::stop_token leading) {
       metrics.set("depl_leader", {}, 1);
       spdlog::info("msg=\"became leader; reconciling\" identity={}", le.identity);
@@ -364,9 +387,21 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
       spdlog::warn("msg=\"leadership lost or released; no longer reconciling\" identity={}",
                    le.identity);
     };
-    auto elector = kube::LeaderElector::create(client, clock, random, le);
+    // The elector has a client of its own: unfenced (it writes the Lease to earn the fence)
+    // and without the client's retries, which could hold one renewal past the renew deadline;
+    // the elector retries every retryPeriod itself.
+    kube::ClientOptions election_options = client_options;
+    election_options.write_fence = nullptr;
+    election_options.retry.max_attempts = 1;
+    election_options.request_timeout = std::max<std::chrono::milliseconds>(
+        std::chrono::milliseconds(100), config.renew_deadline / 2);
+    kube::Client election_client(*transport, connection->credentials, election_options);
+    auto elector = kube::LeaderElector::create(election_client, clock, random, le);
     if (!elector) return error("leader election: " + elector.error().message);
+    elector_for_fence = elector->get();
     (*elector)->run(stop);
+    elector_for_fence = nullptr;  // the progress endpoint still asks until it stops below
+    election_client.stop();
   }
   // The progress endpoint closes first: while it listens it needs the API client, and a report
   // answered during shutdown without it would be refused (404) and end its worker, where a

@@ -4,6 +4,7 @@
 // run it.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <stop_token>
 #include <string>
@@ -24,7 +25,13 @@ struct ControllerConfig {
   bool leader_elect = false;
   std::string leader_election_namespace;  // "" = the controller's namespace
   std::string leader_election_id = "depl-controller";
-  std::string identity;  // "" = hostname + pid
+  // client-go's defaults; leaseDuration is written to the Lease in whole seconds (rounded up).
+  std::chrono::milliseconds lease_duration{15'000};
+  std::chrono::milliseconds renew_deadline{10'000};
+  std::chrono::milliseconds retry_period{2'000};
+  // "" = hostname + pid. Also sent in every request's User-Agent, so the API server's audit
+  // trail tells the replicas apart.
+  std::string identity;
   int workers = 2;
   std::string catalog_namespace;  // "" = the controller's namespace
   std::string checkpoint_root;
