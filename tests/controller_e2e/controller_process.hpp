@@ -1,0 +1,47 @@
+// The real depl-controller binary as a child process of an end-to-end test: its output goes to a
+// log file the test can search, and it can be killed with SIGKILL at any moment, the way a
+// crashed or OOM-killed pod dies (no shutdown code runs, the Lease is not released).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace depl::e2e {
+
+class ControllerProcess {
+ public:
+  // Starts `binary` with `args`, stdout and stderr appended to `log_file`, stdin from /dev/null,
+  // no descriptor of the test's but those, in a process group of its own. started() tells.
+  ControllerProcess(const std::filesystem::path& binary, const std::vector<std::string>& args,
+                    std::filesystem::path log_file);
+  ~ControllerProcess();  // SIGKILL and reap when still running
+  ControllerProcess(const ControllerProcess&) = delete;
+  ControllerProcess& operator=(const ControllerProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  int pid() const { return pid_; }
+  // Whether it has not exited yet (reaps it when it has).
+  bool running();
+  void signal(int sig);
+  // Reaps it, waiting at most `timeout` (then SIGKILL); the exit code, 128 + signal when
+  // signalled, -1 after the timeout.
+  int wait(std::chrono::milliseconds timeout);
+  // Its output so far.
+  std::string log() const;
+  const std::filesystem::path& log_file() const { return log_file_; }
+
+ private:
+  int pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  std::filesystem::path log_file_;
+};
+
+// A loopback port that was free a moment ago (bound to port 0, then closed): for a listener
+// that must keep one address across restarts. 0 when no socket could be bound.
+std::uint16_t free_loopback_port();
+
+}  // namespace depl::e2e
