@@ -73,7 +73,7 @@ struct Reader {
 // Aliases make the YAML a graph that can be cyclic (`&a [*a]`) or expand exponentially (a
 // "billion laughs"), so copying a subtree into JSON is bounded in depth and size.
 constexpr int kMaxJsonDepth = 100;
-constexpr std::size_t kMaxJsonValues = 100'000;
+constexpr std::size_t kMaxJsonValues = 10'000;  // a real extension has a handful of keys
 
 struct JsonBudget {
   std::size_t values = 0;
@@ -102,8 +102,13 @@ json to_json(const YAML::Node& node, JsonBudget& budget, int depth = 0) {
   if (node.Tag() == "!") return text;  // quoted: always a string
   if (text == "true") return true;
   if (text == "false") return false;
-  json number = json::parse(text, nullptr, false);
-  if (!number.is_discarded() && number.is_number()) return number;
+  // Only text that can start a JSON number is tried as one: a failed parse builds an error
+  // message, which across many aliased scalars took seconds.
+  const char first = text.empty() ? '\0' : text.front();
+  if (first == '-' || (first >= '0' && first <= '9')) {
+    json number = json::parse(text, nullptr, false);
+    if (!number.is_discarded() && number.is_number()) return number;
+  }
   return text;
 }
 

@@ -329,14 +329,16 @@ TEST(Kubeconfig, ExecExtensionAliasesAreBounded) {
     ASSERT_FALSE(parsed.has_value()) << text;
     EXPECT_EQ(parsed.error().message.rfind(
                   "/k/config: clusters[0] (\"c\").cluster.extensions[0].extension: nested deeper "
-                  "than 100 levels or more than 100000 values",
+                  "than 100 levels or more than 10000 values",
                   0),
               0u)
         << parsed.error().message;
   }
-  auto fine = parse_kubeconfig(head + " &a {audience: x, again: [1, 2]}\n", "/k/config");
+  auto fine =
+      parse_kubeconfig(head + " &a {audience: x, again: [1, -2.5, 0x1, '3']}\n", "/k/config");
   ASSERT_TRUE(fine.has_value()) << fine.error().message;
-  EXPECT_EQ(fine->clusters.at("c").exec_extension["again"][1], 2);
+  EXPECT_EQ(fine->clusters.at("c").exec_extension["again"],
+            nlohmann::json::parse(R"([1, -2.5, "0x1", "3"])"));
 }
 
 }  // namespace
