@@ -417,5 +417,37 @@ TEST(InformerTest, AppliesEventsAndRelistDeletesWhatVanished) {
   EXPECT_EQ(names, (std::vector<std::string>{"a", "d"}));
 }
 
+TEST(InformerTest, TransformRewritesListedWatchedAndDeletedObjects) {
+  ClientFixture f;
+  Informer informer(f.client, resources::pods(), WatcherOptions{}, *f.clock, f.random);
+  informer.set_transform([](json& object) {
+    object.erase("spec");
+    object["metadata"]["annotations"]["trimmed"] = "yes";
+  });
+  std::vector<json> seen;  // what the handlers got, in order
+  informer.add_handlers({[&](const ObjectPtr& o) { seen.push_back(*o); },
+                         [&](const ObjectPtr&, const ObjectPtr& o) { seen.push_back(*o); },
+                         [&](const ObjectPtr& o) { seen.push_back(*o); }});
+  json a = pod("ns", "a", "100");
+  a["spec"] = {{"nodeName", "n1"}};
+  informer.apply({Type::InitStarted, {}});
+  informer.apply({Type::InitApply, a});
+  informer.apply({Type::InitDone, {}});
+  a["metadata"]["resourceVersion"] = "101";
+  informer.apply({Type::Apply, a});
+  informer.apply({Type::Apply, pod("ns", "b", "102")});
+  informer.apply({Type::Delete, a});
+  ASSERT_EQ(seen.size(), 4u);
+  for (const json& o : seen) {
+    EXPECT_FALSE(o.contains("spec")) << o.dump();
+    EXPECT_EQ(o["metadata"]["annotations"]["trimmed"], "yes");
+  }
+  ASSERT_EQ(informer.store().size(), 1u);
+  const auto b = informer.store().get({"ns", "b"});
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->contains("spec"));
+  EXPECT_EQ((*b)["metadata"]["resourceVersion"], "102");
+}
+
 }  // namespace
 }  // namespace depl::kube

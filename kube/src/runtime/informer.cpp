@@ -15,6 +15,15 @@ void Informer::add_handlers(ResourceEventHandlers handlers) {
   handlers_.push_back(std::move(handlers));
 }
 
+void Informer::set_transform(ObjectTransform transform) {
+  transform_ = std::move(transform);
+}
+
+ObjectPtr Informer::make_object(nlohmann::json&& object) const {
+  if (transform_) transform_(object);
+  return std::make_shared<const nlohmann::json>(std::move(object));
+}
+
 void Informer::run(std::stop_token stop) {
   spdlog::info("msg=\"informer starting\" resource={}", watcher_.type().resource);
   while (auto event = watcher_.next(stop)) apply(std::move(*event));
@@ -27,7 +36,7 @@ void Informer::apply(WatcherEvent event) {
       relist_buffer_.clear();
       return;
     case WatcherEvent::Type::InitApply:
-      relist_buffer_.push_back(std::make_shared<const nlohmann::json>(std::move(event.object)));
+      relist_buffer_.push_back(make_object(std::move(event.object)));
       return;
     case WatcherEvent::Type::InitDone: {
       ReplaceResult changes = store_.replace(std::move(relist_buffer_));
@@ -40,7 +49,7 @@ void Informer::apply(WatcherEvent event) {
       return;
     }
     case WatcherEvent::Type::Apply: {
-      auto object = std::make_shared<const nlohmann::json>(std::move(event.object));
+      ObjectPtr object = make_object(std::move(event.object));
       ObjectPtr previous = store_.apply(object);
       if (previous) {
         notify_update(previous, object);
@@ -52,7 +61,7 @@ void Informer::apply(WatcherEvent event) {
     case WatcherEvent::Type::Delete: {
       store_.remove(ObjectKey::of(event.object));
       // Deliver the final state from the event (it may be newer than what the store held).
-      notify_delete(std::make_shared<const nlohmann::json>(std::move(event.object)));
+      notify_delete(make_object(std::move(event.object)));
       return;
     }
   }

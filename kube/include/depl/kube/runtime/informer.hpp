@@ -25,6 +25,12 @@ struct ResourceEventHandlers {
   std::function<void(const ObjectPtr& object)> on_delete;
 };
 
+// Rewrites an object before the informer stores it and hands it to handlers (controller-
+// runtime's cache transform): dropping what no reader looks at keeps a big cluster's cache
+// small. Must keep metadata.name, namespace and resourceVersion, and be a pure function of the
+// object.
+using ObjectTransform = std::function<void(nlohmann::json& object)>;
+
 class Informer {
  public:
   // The client, clock and random source must outlive the informer.
@@ -38,6 +44,8 @@ class Informer {
 
   // Thread-safe; handlers added after run() started see only later events.
   void add_handlers(ResourceEventHandlers handlers);
+  // Applied to every listed, added, modified and deleted object. Set it before run().
+  void set_transform(ObjectTransform transform);
 
   // Lists, watches and applies until `stop` is requested. Call from one thread only.
   void run(std::stop_token stop);
@@ -53,6 +61,9 @@ class Informer {
 
   Watcher watcher_;
   Store store_;
+  ObjectPtr make_object(nlohmann::json&& object) const;
+
+  ObjectTransform transform_;
   std::vector<ObjectPtr> relist_buffer_;
   std::mutex handlers_mutex_;
   std::vector<ResourceEventHandlers> handlers_;
