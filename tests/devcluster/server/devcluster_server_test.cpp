@@ -334,5 +334,35 @@ TEST_F(DevClusterTest, NotReadyNodeFailsItsPodsAndDeletedNodeRemovesThem) {
   }));
 }
 
+// What depl-scale-bench relies on: with a negative simulated duration an unmapped image's
+// container runs, without a process, until its pod is deleted (even with restartPolicy Never).
+TEST(DevClusterSimulatedContainers, NegativeDurationRunsUntilDeletedWithoutAProcess) {
+  DevClusterOptions options;
+  options.pools_yaml = kPools;
+  options.simulated_pod_duration = std::chrono::milliseconds(-1);
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  DevCluster& cluster = **started;
+  const ResourceRef ref{"", "v1", "pods", "default", "forever", ""};
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "forever"}, {"namespace", "default"}}},
+              {"spec",
+               {{"restartPolicy", "Never"},
+                {"containers", {{{"name", "c"}, {"image", "registry.example.com/w:1"}}}}}}};
+  ASSERT_TRUE(cluster.store().create(ResourceRef{"", "v1", "pods", "default", "", ""}, pod).ok());
+  auto phase = [&] {
+    const json p = cluster.store().get(ref).body;
+    return p.contains("status") ? p["status"].value("phase", "") : "";
+  };
+  ASSERT_TRUE(eventually([&] { return phase() == "Running"; }));
+  EXPECT_EQ(cluster.container_pid("default", "forever", "c"), 0);
+  // No exit is ever scheduled; a second is far more than the kubelet needs to act on a timer.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(phase(), "Running");
+  ASSERT_TRUE(cluster.store().remove(ref).ok());
+  EXPECT_TRUE(eventually([&] { return cluster.store().get(ref).code == 404; }));
+}
+
 }  // namespace
 }  // namespace depl::devcluster::testing
