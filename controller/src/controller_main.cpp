@@ -77,6 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--workers", config.workers, "concurrent reconciles")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--kube-api-qps", config.kube_api_qps,
+                 "requests per second to the API server, on average (0: no client-side limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", config.kube_api_burst,
+                 "requests the client may send at once above --kube-api-qps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--catalog-namespace", config.catalog_namespace,
                  "namespace of the depl-gpu-catalog ConfigMap");
   app.add_option("--checkpoint-root", config.checkpoint_root,

@@ -17,6 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxCountedFailures = 50;
+constexpr const char* kWaitingForEarlierJobs =
+    "waiting for jobs created earlier to be placed first (placement follows creation order)";
 
 std::string str(const json& j, const char* key, const std::string& fallback = "") {
   auto it = j.find(key);
@@ -143,7 +145,6 @@ class Decider {
       suspend();
       return finish();
     }
-    if (!view_.token_secret_exists) decision_.ensure_token_secret = true;
     if (!status_.contains("startedAt")) status_["startedAt"] = now_;
     if (!plan_and_run()) return finish();
     return finish();
@@ -153,6 +154,15 @@ class Decider {
   // ---- outcomes -------------------------------------------------------------------------
 
   Decision finish() {
+    // The progress token is for workers: made with the first of them (the executor creates it
+    // before any pod), not for a job that waits or cannot run, which in a burst of thousands
+    // of jobs would be that many writes ahead of the first plan.
+    if (!view_.token_secret_exists) {
+      const bool creates_pods =
+          std::any_of(decision_.create.begin(), decision_.create.end(),
+                      [](const json& o) { return o.value("kind", "") == "Pod"; });
+      if (creates_pods || !view_.owned_pods.empty()) decision_.ensure_token_secret = true;
+    }
     if (pools_known_) remember_pool_figures();
     status_["observedGeneration"] = generation_;
     if (status_ != original_status_) decision_.status = status_;
@@ -333,16 +343,17 @@ class Decider {
   bool plan_and_run() {
     if (!status_.contains("plan") && !view_.unplanned_earlier_job.empty()) {
       // Placement across jobs follows creation order: planning now would count GPUs the
-      // earlier job is about to claim. Look again shortly.
-      set_phase(phases::kPending, fmt::format("waiting for {} (created earlier) to be placed",
-                                              view_.unplanned_earlier_job));
-      decision_.requeue_after = std::chrono::seconds(1);
+      // earlier job is about to claim. The message does not name that job: it changes with
+      // every job placed, and a thousand waiting jobs would each rewrite their status every
+      // time. The controller wakes the next job as soon as one is placed; the requeue is a
+      // fallback only (a short one would have every waiting job poll, O(jobs^2) work).
+      set_phase(phases::kPending, kWaitingForEarlierJobs);
+      decision_.requeue_after = std::chrono::seconds(30);
       return false;
     }
     std::vector<solver::Pool> pools;
-    DiscoveredPools found =
-        discover_pools(view_.nodes, view_.all_pods, view_.catalog, options_.pool_defaults,
-                       str(job_["metadata"], "uid"), view_.reservations);
+    DiscoveredPools found = discover_pools(view_.nodes, view_.gpus_in_use, view_.catalog,
+                                           options_.pool_defaults, view_.reservations);
     pool_labels_ = found.pool_label;
     add_vanished_pools(found.pools);
     auto full = solver::combine(problem_, found.pools);

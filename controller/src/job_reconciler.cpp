@@ -38,21 +38,19 @@ std::vector<json> owned(const kube::Store& store, const std::string& uid) {
   return out;
 }
 
+// `key` of `object` without a copy (json::value() returns one); an empty object when absent.
+const json& member(const json& object, const char* key) {
+  static const json empty = json::object();
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : empty;
+}
+
 std::string random_token() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1) return "";
   std::string out;
   for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
   return out;
-}
-
-int gpus_per_worker(const json& job, const std::string& model) {
-  const json& spec = job.value("spec", json::object());
-  for (const auto& m : spec.value("models", json::array())) {
-    if (m.is_object() && m.value("name", "") == model)
-      return std::max(1, m.value("gpusPerWorker", 1));
-  }
-  return 1;
 }
 
 kube::ReconcileError api_failure(const std::string& what, const kube::ApiError& e) {
@@ -91,61 +89,6 @@ JobReconciler::JobReconciler(kube::Client& client, JobCaches caches, Clock& cloc
       metrics_(metrics),
       options_(std::move(options)) {}
 
-std::vector<Reservation> JobReconciler::reservations_for(const json& job) const {
-  // GPUs promised to jobs created earlier (ties broken by name) whose pods are not all there
-  // yet: placement across jobs follows creation order.
-  std::vector<Reservation> out;
-  const std::string created = str(job["metadata"], "creationTimestamp");
-  const std::string key = str(job["metadata"], "namespace") + "/" + str(job["metadata"], "name");
-  for (const auto& other : caches_.jobs.list()) {
-    const json& meta = (*other)["metadata"];
-    const std::string other_key = str(meta, "namespace") + "/" + str(meta, "name");
-    if (other_key == key) continue;
-    const std::string other_created = str(meta, "creationTimestamp");
-    if (std::tie(other_created, other_key) > std::tie(created, key)) continue;
-    const json& status = other->value("status", json::object());
-    const std::string phase = status.value("phase", "");
-    if (phase != "Running" && phase != "Pending") continue;
-    if (meta.contains("deletionTimestamp")) continue;
-    auto plan = plan_from_json(status);
-    if (!plan) continue;
-    const ProgressRecord progress = progress_from_json(status);
-    const auto& phase_record = plan->phases[std::min<std::size_t>(
-        static_cast<std::size_t>(progress.phase), plan->phases.size() - 1)];
-    int need = phase_record.workers * gpus_per_worker(*other, phase_record.model);
-    for (const auto& pod : owned(caches_.pods, str(meta, "uid"))) {
-      if (!pod_is_terminal(pod) && !str(pod["spec"], "nodeName").empty())
-        need -= pod_gpu_request(pod);
-    }
-    if (need > 0) out.push_back({phase_record.pool, need});
-  }
-  return out;
-}
-
-std::string JobReconciler::unplanned_earlier_job(const json& job) const {
-  const std::string created = str(job["metadata"], "creationTimestamp");
-  const std::string key = str(job["metadata"], "namespace") + "/" + str(job["metadata"], "name");
-  std::string earliest;
-  for (const auto& other : caches_.jobs.list()) {
-    const json& meta = (*other)["metadata"];
-    const std::string other_key = str(meta, "namespace") + "/" + str(meta, "name");
-    const std::string other_created = str(meta, "creationTimestamp");
-    if (std::tie(other_created, other_key) >= std::tie(created, key)) continue;
-    if (meta.contains("deletionTimestamp")) continue;
-    const json& spec = other->value("spec", json::object());
-    if (spec.is_object() && spec.value("suspend", false)) continue;
-    const json& status = other->value("status", json::object());
-    const std::string phase = status.value("phase", "");
-    if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") continue;
-    // Planned (either way) or invalid: it has had its turn and claims what its plan says.
-    if (condition_status(status, "Planned").has_value()) continue;
-    if (condition_status(status, "Valid") == false) continue;
-    if (status.contains("plan")) continue;
-    if (earliest.empty() || other_key < earliest) earliest = other_key;
-  }
-  return earliest;
-}
-
 JobView JobReconciler::view_of(const json& job) const {
   JobView view;
   view.job = job;
@@ -155,17 +98,23 @@ JobView JobReconciler::view_of(const json& job) const {
   view.owned_services = owned(caches_.services, uid);
   view.token_secret_exists =
       caches_.secrets.get({ns, token_secret_name(str(job["metadata"], "name"))}) != nullptr;
-  for (const auto& n : caches_.nodes.list()) view.nodes.push_back(*n);
-  for (const auto& p : caches_.pods.list()) view.all_pods.push_back(*p);
+  view.now = clock_.wall_now();
+  // A job waiting for its first plan does not look at the cluster (decide() stops at the
+  // wait), so neither do we: a thousand jobs applied at once would each read every node and
+  // job on every look.
+  if (!member(job, "status").contains("plan")) {
+    view.unplanned_earlier_job = caches_.line.unplanned_before(job);
+    if (!view.unplanned_earlier_job.empty()) return view;
+  }
+  view.nodes = caches_.nodes.list();
+  view.gpus_in_use = caches_.gpus.by_node(uid);
   if (auto cm = caches_.config_maps.get({options_.catalog_namespace, options_.catalog_name})) {
     std::vector<std::string> problems;
     view.catalog = parse_gpu_catalog(*cm, problems);
     for (const auto& p : problems)
       spdlog::warn("msg=\"gpu catalog entry ignored\" problem=\"{}\"", p);
   }
-  view.reservations = reservations_for(job);
-  view.unplanned_earlier_job = unplanned_earlier_job(job);
-  view.now = clock_.wall_now();
+  view.reservations = caches_.line.reservations_before(job, caches_.gpus);
   return view;
 }
 

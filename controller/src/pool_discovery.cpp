@@ -137,15 +137,15 @@ GpuCatalog parse_gpu_catalog(const json& config_map, std::vector<std::string>& p
   return catalog;
 }
 
-DiscoveredPools discover_pools(const std::vector<json>& nodes, const std::vector<json>& pods,
-                               const GpuCatalog& catalog, const PoolDefaults& defaults,
-                               const std::string& owner_uid,
-                               const std::vector<Reservation>& reservations) {
-  DiscoveredPools out;
-  std::map<std::string, int> used_by_node;
+bool pod_holds_gpus(const json& pod) {
+  return !string_at(pod, {"spec", "nodeName"}).empty() && !pod_is_terminal(pod) &&
+         pod_gpu_request(pod) > 0;
+}
+
+GpusByNode gpus_held_by_node(const std::vector<json>& pods, const std::string& owner_uid) {
+  GpusByNode used;
   for (const auto& pod : pods) {
-    const std::string node = string_at(pod, {"spec", "nodeName"});
-    if (node.empty() || pod_is_terminal(pod)) continue;
+    if (!pod_holds_gpus(pod)) continue;
     if (!owner_uid.empty()) {
       const json* owners = find_path(pod, {"metadata", "ownerReferences"});
       bool own = false;
@@ -155,11 +155,30 @@ DiscoveredPools discover_pools(const std::vector<json>& nodes, const std::vector
       }
       if (own) continue;
     }
-    used_by_node[node] += pod_gpu_request(pod);
+    used[string_at(pod, {"spec", "nodeName"})] += pod_gpu_request(pod);
   }
+  return used;
+}
 
+DiscoveredPools discover_pools(const std::vector<json>& nodes, const std::vector<json>& pods,
+                               const GpuCatalog& catalog, const PoolDefaults& defaults,
+                               const std::string& owner_uid,
+                               const std::vector<Reservation>& reservations) {
+  SharedObjects borrowed;
+  borrowed.reserve(nodes.size());
+  // Aliasing pointers without an owner: valid for the call, which is all they are used for.
+  for (const auto& n : nodes) borrowed.emplace_back(std::shared_ptr<const json>(), &n);
+  return discover_pools(borrowed, gpus_held_by_node(pods, owner_uid), catalog, defaults,
+                        reservations);
+}
+
+DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpus_in_use,
+                               const GpuCatalog& catalog, const PoolDefaults& defaults,
+                               const std::vector<Reservation>& reservations) {
+  DiscoveredPools out;
   std::map<std::string, PoolAccumulator> pools;
-  for (const auto& node : nodes) {
+  for (const auto& node_ptr : nodes) {
+    const json& node = *node_ptr;
     const std::string name = string_at(node, {"metadata", "name"});
     std::string label;
     const std::string pool = node_pool(node, &label);
@@ -191,7 +210,8 @@ DiscoveredPools discover_pools(const std::vector<json>& nodes, const std::vector
           name, product, kGflopsAnnotation));
       continue;
     }
-    const int used = used_by_node.count(name) ? used_by_node[name] : 0;
+    const auto held = gpus_in_use.find(name);
+    const int used = held != gpus_in_use.end() ? held->second : 0;
     acc.pool.gpus += std::max(0, allocatable - used);
     acc.pool.nodes += 1;
     acc.pool.gpus_per_node = std::max(acc.pool.gpus_per_node, allocatable);

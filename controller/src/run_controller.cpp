@@ -16,6 +16,7 @@
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/metrics.hpp"
+#include "depl/controller/pod_cache.hpp"
 #include "depl/controller/progress.hpp"
 #include "depl/kube/beast_transport.hpp"
 #include "depl/kube/client.hpp"
@@ -109,6 +110,14 @@ class ClientJobAccess final : public JobAccess {
   const kube::Store& secrets_;
 };
 
+// status.phase of a job or pod, "" when absent (json::value() would copy the whole status).
+std::string phase_of(const json& object) {
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return "";
+  auto phase = status->find("phase");
+  return phase != status->end() && phase->is_string() ? phase->get<std::string>() : "";
+}
+
 std::string own_namespace() {
   if (const char* ns = std::getenv("POD_NAMESPACE")) return ns;
   return "depl-system";
@@ -151,6 +160,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   client_options.clock = shared_clock;
   client_options.user_agent = fmt::format("depl-controller/0.1 (identity={})", identity);
   client_options.default_namespace = connection->default_namespace;
+  client_options.rate_limit = {config.kube_api_qps, config.kube_api_burst};
   // With leader election, nothing but the Lease is written unless this replica holds the lease
   // right now (renewed within renewDeadline): not its reconciles, not its progress endpoint,
   // not a request stuck in a retry loop while the lease runs out. The elector is created below;
@@ -172,11 +182,21 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     o.namespace_ = std::move(ns);
     o.label_selector = std::move(labels);
     o.field_selector = std::move(fields);
-    return std::make_unique<kube::Informer>(client, std::move(type), o, clock, random);
+    // The reconciler looks objects up by owner only; the other default indexes (labels, node
+    // name) would hold an entry per label and pod of the whole cluster for nothing.
+    std::map<std::string, kube::IndexFunction, std::less<>> indexes;
+    indexes.emplace(std::string(kube::indexes::kByOwnerUid), kube::indexes::by_owner_uid());
+    return std::make_unique<kube::Informer>(client, std::move(type), o, clock, random,
+                                            std::move(indexes));
   };
   const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
   auto jobs = informer(job_resource(), config.watch_namespace);
+  PlacementLine line;
+  jobs->add_handlers(line.handlers());  // before the controller's handlers (see PlacementLine)
   auto pods = informer(resources::pods(), "");
+  pods->set_transform(trim_cached_pod);
+  GpuLedger gpus;
+  pods->add_handlers(gpus.handlers());  // before the controller's handlers (see GpuLedger)
   auto nodes = informer(resources::nodes(), "");
   auto services = informer(resources::services(), config.watch_namespace, managed);
   auto secrets = informer(resources::secrets(), config.watch_namespace, managed);
@@ -257,8 +277,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
 
   JobReconciler reconciler(
       client,
-      {jobs->store(), pods->store(), nodes->store(), services->store(), secrets->store(),
-       config_maps->store()},
+      {jobs->store(), pods->store(), gpus, line, nodes->store(), services->store(),
+       secrets->store(), config_maps->store()},
       clock,
       [&](const json& object, const EventSpec& e) {
         auto recorded = recorder.record(
@@ -286,7 +306,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto unfinished_jobs = [&](const json&) {
     std::vector<kube::ObjectKey> keys;
     for (const auto& job : jobs->store().list()) {
-      const std::string phase = job->value("status", json::object()).value("phase", "");
+      const std::string phase = phase_of(*job);
       if (phase != "Succeeded" && phase != "Failed") keys.push_back(kube::ObjectKey::of(*job));
     }
     return keys;
@@ -297,7 +317,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto pending_jobs_except = [&](const std::optional<kube::ObjectKey>& self) {
     std::vector<kube::ObjectKey> keys;
     for (const auto& job : jobs->store().list()) {
-      if (job->value("status", json::object()).value("phase", "") != "Pending") continue;
+      if (phase_of(*job) != "Pending") continue;
       auto key = kube::ObjectKey::of(*job);
       if (!self || !(key.namespace_ == self->namespace_ && key.name == self->name))
         keys.push_back(std::move(key));
@@ -306,21 +326,32 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   };
   controller.watch_mapped(*pods, [&](const json& pod) {
     auto owner = kube::controller_owner_key(pod, kJobApiVersion, kJobKind);
-    if (!owner) return pending_jobs_except(std::nullopt);
+    // Another workload's pod matters only while it holds GPUs (the handler sees the pod before
+    // and after each change, so the one that stops holding them counts): a busy cluster's
+    // thousands of CPU pods must not wake every pending job at each of their changes.
+    if (!owner) {
+      return pod_holds_gpus(pod) ? pending_jobs_except(std::nullopt)
+                                 : std::vector<kube::ObjectKey>{};
+    }
     // A job's own pod frees its GPUs when it ends or goes away.
-    const std::string phase = pod.value("status", json::object()).value("phase", "");
+    const std::string phase = phase_of(pod);
     const bool releasing =
         phase == "Succeeded" || phase == "Failed" || pod["metadata"].contains("deletionTimestamp");
     return releasing ? pending_jobs_except(owner) : std::vector<kube::ObjectKey>{};
   });
-  // A job that finished or was suspended no longer holds its reservation. (A job waiting for an
-  // earlier one's first plan looks again on its own, see unplanned_earlier_job.)
+  // A job that finished or was suspended no longer holds its reservation. A job that has had
+  // its turn at placement (planned, invalid, suspended, gone) lets the next one in creation
+  // order plan now, from a cache that already shows this job's plan.
   controller.watch_mapped(*jobs, [&](const json& job) {
-    const json& status = job.value("status", json::object());
-    const std::string phase = status.value("phase", "");
+    const std::string phase = phase_of(job);
     const bool settled = phase == "Succeeded" || phase == "Failed" || phase == "Suspended" ||
                          job["metadata"].contains("deletionTimestamp");
-    return settled ? pending_jobs_except(kube::ObjectKey::of(job)) : std::vector<kube::ObjectKey>{};
+    auto keys =
+        settled ? pending_jobs_except(kube::ObjectKey::of(job)) : std::vector<kube::ObjectKey>{};
+    if (!awaits_first_plan(job) || !jobs->store().get(kube::ObjectKey::of(job))) {
+      if (auto next = line.next()) keys.push_back(std::move(*next));
+    }
+    return keys;
   });
   metrics.add_collector([&](MetricsRegistry& m) {
     m.clear("depl_jobs");
@@ -328,7 +359,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     for (const char* p : {"Pending", "Running", "Succeeded", "Failed", "Suspended"})
       by_phase[p] = 0;
     for (const auto& job : jobs->store().list()) {
-      by_phase[job->value("status", json::object()).value("phase", "Pending")] += 1;
+      const std::string phase = phase_of(*job);
+      by_phase[phase.empty() ? "Pending" : phase] += 1;
     }
     for (const auto& [phase, n] : by_phase) m.set("depl_jobs", {{"phase", phase}}, n);
     const kube::ControllerMetrics cm = controller.metrics();

@@ -8,6 +8,7 @@
 
 #include "depl/common/yaml_json.hpp"
 #include "depl/controller/job_status.hpp"
+#include "depl/controller/pod_cache.hpp"
 #include "depl/solver/evaluator.hpp"
 #include "depl/solver/parse.hpp"
 
@@ -44,11 +45,17 @@ json node(const std::string& name, const std::string& pool, int gpus, double gfl
                 {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
 }
 
+SharedObjects shared(std::vector<json> objects) {
+  SharedObjects out;
+  for (auto& o : objects) out.push_back(std::make_shared<const json>(std::move(o)));
+  return out;
+}
+
 JobView view_with_nodes() {
   JobView v;
   v.job = quickstart_job();
-  v.nodes = {node("a100-0", "a100", 8, 120000, 2.5), node("a100-1", "a100", 8, 120000, 2.5),
-             node("t4-0", "t4", 1, 30000, 0.35), node("t4-1", "t4", 1, 30000, 0.35)};
+  v.nodes = shared({node("a100-0", "a100", 8, 120000, 2.5), node("a100-1", "a100", 8, 120000, 2.5),
+                    node("t4-0", "t4", 1, 30000, 0.35), node("t4-1", "t4", 1, 30000, 0.35)});
   v.token_secret_exists = true;
   v.now = std::chrono::system_clock::from_time_t(1'800'000'000);
   return v;
@@ -160,21 +167,31 @@ TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
 
 TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   JobView v = view_with_nodes();
+  v.token_secret_exists = false;
   v.unplanned_earlier_job = "default/older";
   Decision d = decide(v, options());
+  EXPECT_FALSE(d.ensure_token_secret) << "no progress token before there are workers";
   ASSERT_TRUE(d.status.has_value());
   EXPECT_EQ((*d.status)["phase"], "Pending");
-  EXPECT_NE((*d.status)["message"].get<std::string>().find("default/older"), std::string::npos);
+  EXPECT_NE((*d.status)["message"].get<std::string>().find("created earlier"), std::string::npos);
   EXPECT_FALSE(d.status->contains("plan"));
   EXPECT_TRUE(d.create.empty());
   EXPECT_FALSE(d.replanned);
   ASSERT_TRUE(d.requeue_after.has_value());
   apply(v, d);
+  // Another earlier job at the head of the line changes nothing: no status write per job placed
+  // before this one (with a thousand jobs waiting that would be a million writes).
+  v.unplanned_earlier_job = "default/old2";
+  Decision still = decide(v, options());
+  EXPECT_FALSE(still.status.has_value()) << still.status->dump(1);
+  EXPECT_TRUE(still.events.empty());
   // Once the earlier job has had its turn, this one plans.
   v.unplanned_earlier_job.clear();
   Decision later = decide(v, options());
   EXPECT_EQ(condition_status(*later.status, "Planned"), true);
   EXPECT_FALSE(later.create.empty());
+  EXPECT_TRUE(later.ensure_token_secret);
+  v.token_secret_exists = true;
   // A job that already has a plan is not held back by a newer unplanned neighbour's ordering.
   apply(v, later);
   v.unplanned_earlier_job = "default/older";
@@ -193,7 +210,7 @@ TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
   // The pool's nodes are deleted, and their pods with them; the controller saw the pod go before
   // the node and recreated it, so a pod for the lost pool waits, unschedulable.
   std::erase_if(v.nodes,
-                [&](const json& n) { return n["metadata"]["labels"]["depl.dev/pool"] == lost; });
+                [&](const auto& n) { return (*n)["metadata"]["labels"]["depl.dev/pool"] == lost; });
   for (auto& pod : v.owned_pods) pod["status"]["phase"] = "Pending";
 
   Decision d = decide(v, options());
@@ -230,11 +247,13 @@ TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
 TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
   JobView v = view_with_nodes();
   v.nodes.clear();
+  v.token_secret_exists = false;
   Decision d = decide(v, options());
   EXPECT_EQ(condition_status(*d.status, "Planned"), false);
   EXPECT_EQ((*d.status)["phase"], "Pending");
   EXPECT_TRUE(has_event(d, "Infeasible"));
   EXPECT_TRUE(d.create.empty());
+  EXPECT_FALSE(d.ensure_token_secret);
   apply(v, d);
   EXPECT_FALSE(has_event(decide(v, options()), "Infeasible"));  // no event spam while waiting
   v.nodes = view_with_nodes().nodes;
@@ -379,6 +398,63 @@ TEST(JobDecision, LeftoverPodsOfAnotherPhaseAreStoppedFirst) {
   Decision d = decide(v, options());
   EXPECT_EQ(d.remove.size(), v.owned_pods.size());
   EXPECT_TRUE(d.create.empty());
+}
+
+// The controller caches its pods trimmed (trim_cached_pod): decide() must decide the same on
+// them as on whole pods, at every step of a job's life.
+void expect_same_on_trimmed_pods(const JobView& v, const std::string& step) {
+  JobView trimmed = v;
+  for (auto& pod : trimmed.owned_pods) {
+    pod["metadata"]["ownerReferences"] = json::array({owner_reference(v.job)});
+    trim_cached_pod(pod);
+  }
+  JobView whole = v;
+  for (auto& pod : whole.owned_pods)
+    pod["metadata"]["ownerReferences"] = json::array({owner_reference(v.job)});
+  const Decision a = decide(whole, options());
+  const Decision b = decide(trimmed, options());
+  EXPECT_EQ(a.status, b.status) << step;
+  ASSERT_EQ(a.create.size(), b.create.size()) << step;
+  for (std::size_t i = 0; i < a.create.size(); ++i) EXPECT_EQ(a.create[i], b.create[i]) << step;
+  ASSERT_EQ(a.remove.size(), b.remove.size()) << step;
+  for (std::size_t i = 0; i < a.remove.size(); ++i) EXPECT_EQ(a.remove[i].uid, b.remove[i].uid);
+  ASSERT_EQ(a.events.size(), b.events.size()) << step;
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(a.events[i].reason, b.events[i].reason) << step;
+    EXPECT_EQ(a.events[i].message, b.events[i].message) << step;
+  }
+  EXPECT_EQ(a.requeue_after, b.requeue_after) << step;
+  EXPECT_EQ(a.ensure_token_secret, b.ensure_token_secret) << step;
+}
+
+TEST(JobDecision, DecidesTheSameOnTrimmedCachedPods) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["backoffLimit"] = 1;
+  apply(v, decide(v, options()));
+  expect_same_on_trimmed_pods(v, "running");
+  report(v, 2, 1.5);
+  expect_same_on_trimmed_pods(v, "reported");
+  for (auto& p : v.owned_pods) p["metadata"]["labels"]["depl.dev/phase"] = "7";
+  expect_same_on_trimmed_pods(v, "leftovers of another phase");
+  for (auto& p : v.owned_pods) p["metadata"]["labels"]["depl.dev/phase"] = "0";
+  for (auto& p : v.owned_pods) p["metadata"]["annotations"]["depl.dev/pool"] = "elsewhere";
+  expect_same_on_trimmed_pods(v, "made for another pool");
+  for (auto& p : v.owned_pods) p["metadata"]["annotations"].erase("depl.dev/pool");
+  v.owned_pods[0]["status"]["phase"] = "Failed";
+  v.owned_pods[0]["status"]["containerStatuses"] =
+      json::array({{{"name", "worker"},
+                    {"ready", false},
+                    {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}});
+  expect_same_on_trimmed_pods(v, "a worker failed");
+  v.owned_pods[0]["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  expect_same_on_trimmed_pods(v, "terminating");
+  v.owned_pods[0]["metadata"].erase("deletionTimestamp");
+  set_pods_phase(v, "Succeeded");
+  const auto plan = *plan_from_json(v.job["status"]);
+  report(v, plan.phases[0].epochs, 1.0);
+  expect_same_on_trimmed_pods(v, "phase done");
+  v.job["spec"]["suspend"] = true;
+  expect_same_on_trimmed_pods(v, "suspended");
 }
 
 TEST(JobDecision, TtlDeletesFinishedJobs) {

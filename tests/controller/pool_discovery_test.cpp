@@ -98,7 +98,7 @@ TEST(PoolDiscovery, WellKnownCloudLabels) {
   json gke = node("g-0", "x", 4);
   gke["metadata"]["labels"].erase("depl.dev/pool");
   gke["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu-pool";
-  auto found = discover_pools({gke}, {}, catalog(), PoolDefaults{});
+  auto found = discover_pools(std::vector<json>{gke}, {}, catalog(), PoolDefaults{});
   ASSERT_EQ(found.pools.size(), 1u);
   EXPECT_EQ(found.pools[0].name, "gpu-pool");
   EXPECT_EQ(found.pool_label.at("gpu-pool"), "cloud.google.com/gke-nodepool");

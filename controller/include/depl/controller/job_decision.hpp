@@ -24,13 +24,14 @@ struct JobView {
   std::vector<nlohmann::json> owned_pods;      // pods whose controller is this job
   std::vector<nlohmann::json> owned_services;  // services whose controller is this job
   bool token_secret_exists = false;
-  std::vector<nlohmann::json> nodes;
-  std::vector<nlohmann::json> all_pods;  // every pod (for GPUs in use)
+  SharedObjects nodes;
+  GpusByNode gpus_in_use;  // GPUs held on each node by pods other than this job's
   GpuCatalog catalog;
   std::vector<Reservation> reservations;  // GPUs promised to jobs created before this one
   // "ns/name" of a job created before this one that has not been planned yet (empty: none).
   // Placement follows creation order: this job's first plan waits for it, or both would count
-  // the same free GPUs.
+  // the same free GPUs. While it is set and the job has no plan, decide() looks at nothing of
+  // the cluster (nodes, gpus_in_use, catalog, reservations), which may then be left empty.
   std::string unplanned_earlier_job;
   std::chrono::system_clock::time_point now;
 };
@@ -63,7 +64,8 @@ struct ObjectToDelete {
 
 struct Decision {
   std::optional<nlohmann::json> status;  // the whole new status when it changed
-  bool ensure_token_secret = false;      // create the progress-token Secret (random token)
+  // Create the progress-token Secret (random token): when the job has or gets pods.
+  bool ensure_token_secret = false;
   std::vector<nlohmann::json> create;    // Pods and Services, in order
   std::vector<ObjectToDelete> remove;
   std::vector<EventSpec> events;

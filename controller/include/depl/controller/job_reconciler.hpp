@@ -10,8 +10,10 @@
 #include <string>
 
 #include "depl/common/clock.hpp"
+#include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/metrics.hpp"
+#include "depl/controller/placement_line.hpp"
 #include "depl/kube/client.hpp"
 #include "depl/kube/runtime/controller.hpp"
 #include "depl/kube/runtime/store.hpp"
@@ -20,7 +22,9 @@ namespace depl::controller {
 
 struct JobCaches {
   const kube::Store& jobs;
-  const kube::Store& pods;  // every pod (GPU accounting) — owned ones found by owner uid
+  const kube::Store& pods;    // every pod; a job's own found by owner uid
+  const GpuLedger& gpus;      // GPUs the pods of `pods` hold (fed by the same informer)
+  const PlacementLine& line;  // the jobs of `jobs` in creation order (fed by its informer)
   const kube::Store& nodes;
   const kube::Store& services;     // services the operator manages
   const kube::Store& secrets;      // secrets the operator manages
@@ -45,13 +49,12 @@ class JobReconciler {
   Expected<kube::Action, kube::ReconcileError> reconcile(const kube::ObjectKey& key,
                                                          std::stop_token stop);
 
-  // The view decide() gets for `job` (exposed for tests and `kubectl depl status`).
+  // The view decide() gets for `job` (exposed for tests and `kubectl depl status`). A job that
+  // waits for an earlier job's first plan gets no cluster part (nodes, pods, catalog,
+  // reservations): decide() stops at the wait without looking at it.
   JobView view_of(const nlohmann::json& job) const;
 
  private:
-  std::vector<Reservation> reservations_for(const nlohmann::json& job) const;
-  // An earlier-created job (ns/name) that may still claim capacity but has no plan yet, or "".
-  std::string unplanned_earlier_job(const nlohmann::json& job) const;
   Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
 
   kube::Client& client_;

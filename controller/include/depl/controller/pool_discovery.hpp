@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,14 +64,30 @@ struct DiscoveredPools {
   std::vector<std::string> notes;
 };
 
-// Builds pools from Nodes (objects as served by the API) and the Pods bound to them. GPUs
-// requested by non-terminal pods count as used, except pods owned by `owner_uid` (the job being
-// planned keeps its own GPUs). NotReady, unschedulable and pool-less nodes are left out, and so
-// are GPU nodes whose GFLOP/s are unknown. `reservations` are subtracted last (never below 0).
+// Objects shared with the informer caches (immutable; no copy per reconcile).
+using SharedObjects = std::vector<std::shared_ptr<const nlohmann::json>>;
+// GPUs held on each node (by node name).
+using GpusByNode = std::map<std::string, int>;
+
+// Builds pools from Nodes (objects as served by the API) and the GPUs already held on each node
+// (see gpus_held_by_node; the controller keeps them in a GpuLedger). NotReady, unschedulable
+// and pool-less nodes are left out, and so are GPU nodes whose GFLOP/s are unknown.
+// `reservations` are subtracted last (never below 0).
+DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpus_in_use,
+                               const GpuCatalog& catalog, const PoolDefaults& defaults,
+                               const std::vector<Reservation>& reservations = {});
+// The same from Nodes and Pods held by value (tests, files): GPUs requested by pods that hold
+// them count as used, except pods owned by `owner_uid` (the job being planned keeps its own
+// GPUs).
 DiscoveredPools discover_pools(const std::vector<nlohmann::json>& nodes,
                                const std::vector<nlohmann::json>& pods, const GpuCatalog& catalog,
                                const PoolDefaults& defaults, const std::string& owner_uid = "",
                                const std::vector<Reservation>& reservations = {});
+// Whether a pod holds GPUs on a node: bound, not finished, requesting some.
+bool pod_holds_gpus(const nlohmann::json& pod);
+// GPUs held per node by `pods`, leaving out those with an ownerReference to `owner_uid`.
+GpusByNode gpus_held_by_node(const std::vector<nlohmann::json>& pods,
+                             const std::string& owner_uid = "");
 
 // The pool a node belongs to, or "" when none of kPoolLabels is set; `label` receives the key.
 std::string node_pool(const nlohmann::json& node, std::string* label = nullptr);

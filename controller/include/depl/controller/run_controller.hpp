@@ -33,6 +33,11 @@ struct ControllerConfig {
   // trail tells the replicas apart.
   std::string identity;
   int workers = 2;
+  // Client-side request rate limit towards the API server (token bucket; qps <= 0: none).
+  // Each job placed costs about 5 + workers writes; 20/s (client-go's controllers) makes a
+  // burst of a thousand jobs take minutes, so the default is that of batch schedulers (Kueue).
+  double kube_api_qps = 50;
+  int kube_api_burst = 100;
   std::string catalog_namespace;  // "" = the controller's namespace
   std::string checkpoint_root;
   RendezvousMode rendezvous = RendezvousMode::Dns;

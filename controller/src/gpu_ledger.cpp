@@ -1,0 +1,93 @@
+#include "depl/controller/gpu_ledger.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+
+namespace {
+
+std::string text_at(const json& object, const char* outer, const char* key) {
+  auto o = object.find(outer);
+  if (o == object.end() || !o->is_object()) return "";
+  auto v = o->find(key);
+  return v != o->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+std::string pod_key(const json& pod) {
+  return text_at(pod, "metadata", "namespace") + "/" + text_at(pod, "metadata", "name");
+}
+
+std::string controller_uid(const json& pod) {
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return "";
+  auto owners = meta->find("ownerReferences");
+  if (owners == meta->end() || !owners->is_array()) return "";
+  for (const auto& o : *owners) {
+    if (o.is_object() && o.value("controller", false)) return o.value("uid", "");
+  }
+  return "";
+}
+
+void subtract(GpusByNode& map, const std::string& node, int gpus) {
+  auto it = map.find(node);
+  if (it == map.end()) return;
+  it->second -= gpus;
+  if (it->second <= 0) map.erase(it);
+}
+
+}  // namespace
+
+kube::ResourceEventHandlers GpuLedger::handlers() {
+  kube::ResourceEventHandlers h;
+  h.on_add = [this](const kube::ObjectPtr& pod) { put(*pod); };
+  h.on_update = [this](const kube::ObjectPtr&, const kube::ObjectPtr& pod) { put(*pod); };
+  h.on_delete = [this](const kube::ObjectPtr& pod) { remove(*pod); };
+  return h;
+}
+
+void GpuLedger::put(const json& pod) {
+  const std::string key = pod_key(pod);
+  std::lock_guard lock(mutex_);
+  // Forget what it held (by key, whatever the event says), then record what it holds now.
+  if (auto it = by_pod_.find(key); it != by_pod_.end()) {
+    subtract(by_node_, it->second.node, it->second.gpus);
+    if (auto owner = by_owner_.find(it->second.owner); owner != by_owner_.end()) {
+      subtract(owner->second, it->second.node, it->second.gpus);
+      if (owner->second.empty()) by_owner_.erase(owner);
+    }
+    by_pod_.erase(it);
+  }
+  if (!pod_holds_gpus(pod)) return;
+  Holding h{text_at(pod, "spec", "nodeName"), controller_uid(pod), pod_gpu_request(pod)};
+  by_node_[h.node] += h.gpus;
+  by_owner_[h.owner][h.node] += h.gpus;
+  by_pod_.emplace(key, std::move(h));
+}
+
+void GpuLedger::remove(const json& pod) {
+  json gone = json::object();
+  gone["metadata"] = {{"namespace", text_at(pod, "metadata", "namespace")},
+                      {"name", text_at(pod, "metadata", "name")}};
+  put(gone);  // holds nothing
+}
+
+GpusByNode GpuLedger::by_node(const std::string& except_owner) const {
+  std::lock_guard lock(mutex_);
+  GpusByNode out = by_node_;
+  if (except_owner.empty()) return out;
+  if (auto owner = by_owner_.find(except_owner); owner != by_owner_.end()) {
+    for (const auto& [node, gpus] : owner->second) subtract(out, node, gpus);
+  }
+  return out;
+}
+
+int GpuLedger::held_by(const std::string& owner) const {
+  std::lock_guard lock(mutex_);
+  auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return 0;
+  int total = 0;
+  for (const auto& [node, gpus] : it->second) total += gpus;
+  return total;
+}
+
+}  // namespace depl::controller

@@ -1,0 +1,140 @@
+#include "depl/controller/placement_line.hpp"
+
+#include <algorithm>
+
+#include "depl/controller/job_status.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+
+namespace {
+
+// `key` of `object` without a copy (json::value() returns one); an empty object when absent.
+const json& member(const json& object, const char* key) {
+  static const json empty = json::object();
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : empty;
+}
+
+std::string str(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int gpus_per_worker(const json& job, const std::string& model) {
+  const json& spec = member(job, "spec");
+  auto models = spec.find("models");
+  if (models == spec.end() || !models->is_array()) return 1;
+  for (const auto& m : *models) {
+    if (m.is_object() && str(m, "name") == model) return std::max(1, m.value("gpusPerWorker", 1));
+  }
+  return 1;
+}
+
+}  // namespace
+
+bool awaits_first_plan(const json& job) {
+  const json& meta = member(job, "metadata");
+  if (meta.contains("deletionTimestamp")) return false;
+  if (member(job, "spec").value("suspend", false)) return false;
+  const json& status = member(job, "status");
+  const std::string phase = str(status, "phase");
+  if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") return false;
+  // Planned (either way) or invalid: it has had its turn and claims what its plan says.
+  if (condition_status(status, "Planned").has_value()) return false;
+  if (condition_status(status, "Valid") == false) return false;
+  return !status.contains("plan");
+}
+
+PlacementLine::Rank PlacementLine::rank_of(const json& job) {
+  const json& meta = member(job, "metadata");
+  return {str(meta, "creationTimestamp"), str(meta, "namespace"), str(meta, "name")};
+}
+
+kube::ResourceEventHandlers PlacementLine::handlers() {
+  kube::ResourceEventHandlers h;
+  h.on_add = [this](const kube::ObjectPtr& job) { put(*job); };
+  h.on_update = [this](const kube::ObjectPtr&, const kube::ObjectPtr& job) { put(*job); };
+  h.on_delete = [this](const kube::ObjectPtr& job) { remove(*job); };
+  return h;
+}
+
+void PlacementLine::put(const json& job) {
+  Rank rank = rank_of(job);
+  Entry entry;
+  const json& meta = member(job, "metadata");
+  entry.uid = str(meta, "uid");
+  entry.awaits_first_plan = awaits_first_plan(job);
+  // What it reserves: the phase in force of a Pending or Running job with a plan.
+  const json& status = member(job, "status");
+  const std::string phase = str(status, "phase");
+  const json& plan = member(status, "plan");
+  auto phases = plan.find("phases");
+  if ((phase == "Running" || phase == "Pending") && !meta.contains("deletionTimestamp") &&
+      phases != plan.end() && phases->is_array() && !phases->empty()) {
+    int in_force = member(status, "progress").value("phase", 0);
+    in_force = std::clamp(in_force, 0, static_cast<int>(phases->size()) - 1);
+    const json& record = (*phases)[static_cast<std::size_t>(in_force)];
+    const int workers = record.is_object() ? record.value("workers", 0) : 0;
+    if (workers >= 1 && !str(record, "pool").empty()) {
+      entry.pool = str(record, "pool");
+      entry.gpus = workers * gpus_per_worker(job, str(record, "model"));
+    }
+  }
+  const std::string key = std::get<1>(rank) + "/" + std::get<2>(rank);
+  std::lock_guard lock(mutex_);
+  if (auto old = by_key_.find(key); old != by_key_.end() && old->second != rank) {
+    line_.erase(old->second);  // recreated under the same name
+    awaiting_.erase(old->second);
+  }
+  by_key_[key] = rank;
+  if (entry.awaits_first_plan) {
+    awaiting_.insert(rank);
+  } else {
+    awaiting_.erase(rank);
+  }
+  line_[std::move(rank)] = std::move(entry);
+}
+
+void PlacementLine::remove(const json& job) {
+  const json& meta = member(job, "metadata");
+  const std::string key = str(meta, "namespace") + "/" + str(meta, "name");
+  std::lock_guard lock(mutex_);
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return;
+  line_.erase(it->second);
+  awaiting_.erase(it->second);
+  by_key_.erase(it);
+}
+
+std::string PlacementLine::unplanned_before(const json& job) const {
+  const Rank own = rank_of(job);
+  std::lock_guard lock(mutex_);
+  if (awaiting_.empty() || !(*awaiting_.begin() < own)) return "";
+  const Rank& first = *awaiting_.begin();
+  return std::get<1>(first) + "/" + std::get<2>(first);
+}
+
+std::optional<kube::ObjectKey> PlacementLine::next() const {
+  std::lock_guard lock(mutex_);
+  if (awaiting_.empty()) return std::nullopt;
+  const Rank& first = *awaiting_.begin();
+  return kube::ObjectKey{std::get<1>(first), std::get<2>(first)};
+}
+
+std::vector<Reservation> PlacementLine::reservations_before(const json& job,
+                                                            const GpuLedger& gpus) const {
+  const Rank own = rank_of(job);
+  std::vector<Reservation> out;
+  std::lock_guard lock(mutex_);
+  for (auto it = line_.begin(); it != line_.end() && it->first < own; ++it) {
+    const Entry& e = it->second;
+    if (e.gpus <= 0) continue;
+    const int need = e.gpus - gpus.held_by(e.uid);  // the ledger never takes our lock
+    if (need > 0) out.push_back({e.pool, need});
+  }
+  return out;
+}
+
+}  // namespace depl::controller

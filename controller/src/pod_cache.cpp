@@ -1,0 +1,99 @@
+#include "depl/controller/pod_cache.hpp"
+
+#include "depl/controller/job_resource.hpp"
+#include "depl/controller/pool_discovery.hpp"
+#include "depl/kube/runtime/controller.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+
+namespace {
+
+void copy_member(json& from, json& to, const char* key) {
+  auto it = from.find(key);
+  if (it != from.end()) to[key] = std::move(*it);
+}
+
+}  // namespace
+
+void trim_cached_pod(json& pod) {
+  if (!pod.is_object()) return;
+  const kube::ResourceType job = job_resource();
+  const bool ours = kube::controller_owner_key(pod, job.api_version(), job.kind).has_value();
+  json out = json::object();
+  if (ours) {
+    copy_member(pod, out, "apiVersion");
+    copy_member(pod, out, "kind");
+  }
+  if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) {
+    json& m = out["metadata"] = json::object();
+    for (const char* key : {"name", "namespace", "resourceVersion", "deletionTimestamp"}) {
+      copy_member(*meta, m, key);
+    }
+    if (ours) {
+      for (const char* key :
+           {"uid", "creationTimestamp", "ownerReferences", "labels", "annotations"}) {
+        copy_member(*meta, m, key);
+      }
+    }
+  }
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    json& s = out["spec"] = json::object();
+    copy_member(*spec, s, "nodeName");
+    if (auto containers = spec->find("containers");
+        containers != spec->end() && containers->is_array()) {
+      json& kept = s["containers"] = json::array();
+      for (auto& c : *containers) {
+        if (!c.is_object()) continue;
+        json container = json::object();
+        copy_member(c, container, "name");
+        if (auto resources = c.find("resources"); resources != c.end() && resources->is_object()) {
+          for (const char* kind : {"requests", "limits"}) {
+            auto list = resources->find(kind);
+            if (list == resources->end() || !list->is_object()) continue;
+            auto gpus = list->find(kGpuResource);
+            if (gpus != list->end()) container["resources"][kind][kGpuResource] = std::move(*gpus);
+          }
+        }
+        if (auto env = c.find("env"); ours && env != c.end() && env->is_array()) {
+          for (auto& e : *env) {
+            if (e.is_object() && e.value("name", "") == "DEPL_MODEL") {
+              container["env"] = json::array({std::move(e)});
+              break;
+            }
+          }
+        }
+        // Another workload's container without GPUs says nothing GPU accounting reads.
+        if (ours || container.contains("resources")) kept.push_back(std::move(container));
+      }
+      if (kept.empty()) s.erase("containers");
+    }
+  }
+  if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
+    json& st = out["status"] = json::object();
+    copy_member(*status, st, "phase");
+    auto statuses = status->find("containerStatuses");
+    if (ours && statuses != status->end() && statuses->is_array()) {
+      json& kept = st["containerStatuses"] = json::array();
+      for (auto& cs : *statuses) {
+        if (!cs.is_object()) continue;
+        json entry = json::object();
+        copy_member(cs, entry, "name");
+        auto state = cs.find("state");
+        if (state != cs.end() && state->is_object()) {
+          auto terminated = state->find("terminated");
+          if (terminated != state->end() && terminated->is_object()) {
+            json& t = entry["state"]["terminated"] = json::object();
+            copy_member(*terminated, t, "exitCode");
+            copy_member(*terminated, t, "reason");
+          }
+        }
+        kept.push_back(std::move(entry));
+      }
+    }
+  }
+  pod = std::move(out);
+}
+
+}  // namespace depl::controller
