@@ -77,8 +77,16 @@ ScheduleSearch::ScheduleSearch(const SearchContext& ctx, const SelectionData& da
       data.pareto.size() * (ctx.problem->switching.size() + 1) * (ctx.problem->pools.size() + 1);
   candidate_cache_.resize(contexts);
   candidate_ready_.assign(contexts, false);
-  frontier_.resize(data.pareto.size() * static_cast<std::size_t>(ctx.max_switches() + 1) *
-                   max_placements_);
+  const std::size_t layers =
+      data.pareto.size() * static_cast<std::size_t>(ctx.max_switches() + 1) * max_placements_;
+  if (options_.fewer_epochs_reexpand) {
+    frontier_.resize(layers);
+  } else {
+    index_.resize(layers);
+    // Means stay within [mean_base, mean_top]; a cell outside is still handled, only slower.
+    const double span = std::ceil((grid_.mean_top - grid_.mean_base) / grid_.mean_step) + 2;
+    mean_cells_ = static_cast<std::int32_t>(std::clamp(span, 1.0, 1e6));
+  }
 }
 
 std::size_t ScheduleSearch::layer_of(const Label& l, int switches) const {
@@ -96,6 +104,13 @@ bool ScheduleSearch::is_goal(const Label& l) const {
 
 bool ScheduleSearch::dominated(const Label& l) const {
   const double weight = l.weight * (1 + 1e-12);
+  if (!options_.fewer_epochs_reexpand) {
+    for (int s = 0; s <= l.switches; ++s) {
+      const DominanceIndex& index = index_[layer_of(l, s)];
+      if (!index.empty() && index.covers(l.mean_cell, l.variance_cell, weight)) return true;
+    }
+    return false;
+  }
   for (int s = 0; s <= l.switches; ++s) {
     for (const FrontierEntry& e : frontier_[layer_of(l, s)]) {
       if (e.mean_cell <= l.mean_cell && e.variance_cell <= l.variance_cell && e.weight <= weight &&
@@ -108,6 +123,13 @@ bool ScheduleSearch::dominated(const Label& l) const {
 }
 
 void ScheduleSearch::settle(const Label& l) {
+  if (!options_.fewer_epochs_reexpand) {
+    // Only whether some settled label dominates matters, so the index keeps them all.
+    DominanceIndex& index = index_[layer_of(l, l.switches)];
+    if (index.empty()) index = DominanceIndex(0, mean_cells_);
+    index.insert(l.mean_cell, l.variance_cell, l.weight);
+    return;
+  }
   auto& layer = frontier_[layer_of(l, l.switches)];
   std::erase_if(layer, [&](const FrontierEntry& e) {
     return l.mean_cell <= e.mean_cell && l.variance_cell <= e.variance_cell &&

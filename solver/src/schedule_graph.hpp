@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cost_to_go.hpp"
+#include "dominance_index.hpp"
 #include "search_context.hpp"
 
 namespace depl::solver::internal {
@@ -124,7 +125,10 @@ class ScheduleSearch {
   // variance, in the same variant and placement with no more switches used (and, in the
   // horizon-exact mode, no more epochs): monotone updates mean it can do everything the other can,
   // at no more weight.
+  // In the horizon-exact mode (four criteria) the layers are scanned; otherwise indexed.
   std::vector<std::vector<FrontierEntry>> frontier_;
+  std::vector<DominanceIndex> index_;
+  std::int32_t mean_cells_ = 1;
   std::vector<std::vector<std::uint16_t>> candidate_cache_;
   std::vector<bool> candidate_ready_;
   std::size_t max_placements_ = 1;
