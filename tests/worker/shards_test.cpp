@@ -113,6 +113,19 @@ TEST(Shards, ShardsFileDeclaresNamedShardsWithNoise) {
   EXPECT_EQ(*rows_needed(*layout, {"noisy-b"}), 50);
 }
 
+// kubectl-depl profile --in-cluster passes its layout as an argument: the file's text inline.
+TEST(Shards, InlineShardsJsonIsTheFileItself) {
+  auto layout = shard_layout_from_spec(R"({"shards":[{"name":"profile","samples":40}]})", 100);
+  ASSERT_TRUE(layout) << layout.error().message;
+  ASSERT_EQ(layout->shards.size(), 1u);
+  EXPECT_EQ(layout->shards[0].name, "profile");
+  EXPECT_EQ(layout->shards[0].count, 40);
+  auto bad = shard_layout_from_spec(R"({"shards":[{"name":"a","samples":400}]})", 100);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("inline shards JSON"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(Shards, ShardsFileErrorsNameTheField) {
   auto too_big = parse_shards_json(
       R"({"shards":[{"name":"a","samples":80},{"name":"b","samples":30}]})", 100, "f.json");

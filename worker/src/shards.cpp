@@ -158,10 +158,15 @@ Expected<ShardLayout> shard_layout_from_spec(const std::string& spec, int total)
   if (auto [p, ec] = std::from_chars(spec.data(), end, count); ec == std::errc() && p == end) {
     return equal_shards(count, total);
   }
+  // Inline JSON: a pod gets its shard layout in its arguments, without a file to mount.
+  if (const auto first = spec.find_first_not_of(" \t\n"); first != std::string::npos &&
+                                                             spec[first] == '{') {
+    return parse_shards_json(spec, total, "the inline shards JSON");
+  }
   std::ifstream in(spec);
   if (!in) {
     return error(
-        fmt::format("shards: '{}' is neither a shard count nor a readable shards file", spec));
+        fmt::format("shards: '{}' is neither a shard count, nor inline shards JSON, nor a readable shards file", spec));
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -220,7 +220,7 @@ Expected<ParsedCommandLine> parse_worker_command_line(int argc, const char* cons
   app.add_option("--epochs", c.epochs, "epochs to train");
   app.add_option("--start-epoch", c.start_epoch, "epochs already trained (numbers the epochs)");
   app.add_option("--datasets", datasets, "comma-separated shard names (default: all shards)");
-  app.add_option("--shards", c.shards, "shard count (names shard0..) or a shards JSON file");
+  app.add_option("--shards", c.shards, "shard count (names shard0..), a shards JSON file or its JSON text");
   app.add_option("--label-noise", c.label_noise, "noisy shards: name=fraction,...");
   app.add_option("--seed", c.seed, "seed of initialisation and shuffling");
   app.add_option("--checkpoint-dir", c.checkpoint_dir,

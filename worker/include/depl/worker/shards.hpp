@@ -34,7 +34,8 @@ Expected<ShardLayout> equal_shards(int count, int total);
 Expected<ShardLayout> parse_shards_json(const std::string& text, int total,
                                         const std::string& origin);
 
-// `spec` is either a shard count ("6") or the path of a shards file.
+// `spec` is a shard count ("6"), the text of a shards file itself (starting with '{', so a pod
+// can take its layout as an argument) or the path of a shards file.
 Expected<ShardLayout> shard_layout_from_spec(const std::string& spec, int total);
 
 // Applies "name=fraction,name=fraction" (the --label-noise flag) to a layout.
