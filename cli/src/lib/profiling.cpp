@@ -5,15 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "depl/worker/fashion_mnist.hpp"
 #include "depl/worker/mlp.hpp"
 #include "depl/worker/variant.hpp"
-#include "depl/worker/worker_run.hpp"
+
+#include "depl/cli/local_run_executor.hpp"
 
 namespace depl::cli {
 
@@ -22,42 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kImagePixels = 28 * 28;
-constexpr const char* kShardName = "profile";
-
-// One reported epoch of a run: the worker's JSON line.
-struct EpochLine {
-  int epoch = 0;
-  double loss = 0;
-  double seconds = 0;
-};
-
-Expected<std::vector<EpochLine>> run_reference_worker(const worker::WorkerConfig& config) {
-  std::ostringstream out;
-  auto ran = worker::run_worker(config, out);
-  if (!ran) return unexpected(ran.error());
-  std::vector<EpochLine> lines;
-  std::istringstream in(out.str());
-  std::string text;
-  while (std::getline(in, text)) {
-    const auto line = nlohmann::json::parse(text, nullptr, false);
-    if (!line.is_object() || !line.contains("epoch") || !line.contains("loss")) {
-      return error(fmt::format("the worker printed an unexpected line: {}", text));
-    }
-    lines.push_back(
-        {line["epoch"].get<int>(), line["loss"].get<double>(), line.value("seconds", 0.0)});
-  }
-  return lines;
-}
-
-// The run settings every profiling run shares.
-worker::WorkerConfig base_config(const ProfileRequest& r, const std::string& shards_file) {
-  worker::WorkerConfig c;
-  c.data_dir = r.data_dir;
-  c.shards = shards_file;
-  c.datasets = {kShardName};
-  c.test_samples = r.validation_samples;
-  return c;
-}
 
 Expected<worker::Variant> variant_named(const std::string& name, const char* what) {
   auto variant = worker::variant_from_name(name);
@@ -65,10 +26,55 @@ Expected<worker::Variant> variant_named(const std::string& name, const char* wha
   return variant;
 }
 
-// K runs of one variant on `samples` samples per epoch (the shard in `shards_file`) and the fit.
-Expected<VariantProfile> profile_variant(const ProfileRequest& r, const std::string& name,
-                                         int samples, const std::string& shards_file, int& done,
-                                         int total, const ProfileProgress& progress) {
+ProfileRun variant_run(const ProfileRequest& r, const std::string& name, int samples, int k) {
+  ProfileRun run;
+  run.seed = r.seed + static_cast<std::uint64_t>(k);
+  run.name = fmt::format("{}-n{}-s{}", name, samples, run.seed);
+  run.label = samples == r.samples
+                  ? fmt::format("{} run {}/{}", name, k + 1, r.runs)
+                  : fmt::format("{} run {}/{} on {} samples", name, k + 1, r.runs, samples);
+  run.samples = samples;
+  run.validation_samples = r.validation_samples;
+  run.data_dir = r.data_dir;
+  WorkerStep step;
+  step.what = "training " + name;
+  step.variant = name;
+  step.epochs = r.epochs;
+  step.eval_initial = true;
+  run.steps.push_back(step);
+  return run;
+}
+
+ProfileRun switch_run(const ProfileRequest& r, std::size_t index, int k) {
+  const SwitchPoint& point = r.switches[index];
+  ProfileRun run;
+  run.seed = r.seed + static_cast<std::uint64_t>(k);
+  run.name = fmt::format("sw{}-{}-{}-e{}-s{}", index, point.from, point.to, point.epoch, run.seed);
+  run.label =
+      fmt::format("switch {}:{}@{} run {}/{}", point.from, point.to, point.epoch, k + 1, r.runs);
+  run.samples = r.samples;
+  run.validation_samples = r.validation_samples;
+  run.data_dir = r.data_dir;
+  WorkerStep before;
+  before.what = "training " + point.from;
+  before.variant = point.from;
+  before.epochs = point.epoch;
+  before.checkpoint = WorkerStep::Checkpoint::Write;
+  WorkerStep after;
+  after.what = "converting to " + point.to;
+  after.variant = point.to;
+  after.start_epoch = point.epoch;
+  after.epochs = 0;  // only evaluate the converted weights
+  after.eval_initial = true;
+  after.checkpoint = WorkerStep::Checkpoint::InitFrom;
+  run.steps = {before, after};
+  return run;
+}
+
+// The K runs of one variant on `samples` samples per epoch (outputs[0..K)) and the fit.
+Expected<VariantProfile> fit_variant(const ProfileRequest& r, const std::string& name, int samples,
+                                     const std::vector<ProfileRun>& runs,
+                                     const std::vector<RunOutput>& outputs) {
   auto variant = variant_named(name, "--variants");
   if (!variant) return unexpected(variant.error());
   VariantProfile out;
@@ -79,31 +85,19 @@ Expected<VariantProfile> profile_variant(const ProfileRequest& r, const std::str
   out.compute_per_sample_gflop = 6 * parameters * 1e-9;
   out.parameter_bytes = 4 * parameters;
   double seconds = 0;
-  for (int k = 0; k < r.runs; ++k) {
-    worker::WorkerConfig c = base_config(r, shards_file);
-    c.variant = *variant;
-    c.epochs = r.epochs;
-    c.seed = r.seed + static_cast<std::uint64_t>(k);
-    c.eval_initial = true;
-    auto lines = run_reference_worker(c);
-    if (!lines) return error(fmt::format("{} run {}: {}", name, k + 1, lines.error().message));
-    if (lines->size() != static_cast<std::size_t>(r.epochs) + 1) {
-      return error(fmt::format("{} run {}: the worker reported {} epochs, expected {}", name, k + 1,
-                               lines->size() - 1, r.epochs));
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const StepOutput& lines = outputs[k].at(0);
+    if (lines.size() != static_cast<std::size_t>(r.epochs) + 1) {
+      return error(fmt::format("{}: the worker reported {} epochs, expected {}", runs[k].label,
+                               static_cast<int>(lines.size()) - 1, r.epochs));
     }
-    out.initial_losses.push_back(lines->front().loss);
+    out.initial_losses.push_back(lines.front().loss);
     std::vector<double> losses;
-    for (std::size_t t = 1; t < lines->size(); ++t) {
-      losses.push_back((*lines)[t].loss);
-      seconds += (*lines)[t].seconds;
+    for (std::size_t t = 1; t < lines.size(); ++t) {
+      losses.push_back(lines[t].loss);
+      seconds += lines[t].seconds;
     }
     out.runs.push_back(std::move(losses));
-    if (progress) {
-      progress(++done, total,
-               samples == r.samples
-                   ? fmt::format("{} run {}/{}", name, k + 1, r.runs)
-                   : fmt::format("{} run {}/{} on {} samples", name, k + 1, r.runs, samples));
-    }
   }
   out.epoch_seconds = seconds / (r.runs * r.epochs);
   double initial = 0;
@@ -121,64 +115,30 @@ Expected<VariantProfile> profile_variant(const ProfileRequest& r, const std::str
   return out;
 }
 
-Expected<SwitchProfile> profile_switch(const ProfileRequest& r, std::size_t index,
-                                       const std::string& shards_file, int& done, int total,
-                                       const ProfileProgress& progress) {
-  const SwitchPoint& point = r.switches[index];
-  const std::string label = fmt::format("switch {}:{}@{}", point.from, point.to, point.epoch);
-  auto from = variant_named(point.from, "--switch");
-  if (!from) return unexpected(from.error());
-  auto to = variant_named(point.to, "--switch");
-  if (!to) return unexpected(to.error());
+Expected<SwitchProfile> fit_switch(const SwitchPoint& point, const std::vector<ProfileRun>& runs,
+                                   const std::vector<RunOutput>& outputs) {
   SwitchProfile out;
   out.point = point;
-  for (int k = 0; k < r.runs; ++k) {
-    const fs::path checkpoints = fs::path(r.work_dir) / fmt::format("switch{}-run{}", index, k + 1);
-    std::error_code ec;
-    fs::remove_all(checkpoints, ec);  // a stale checkpoint would be resumed
-    fs::create_directories(checkpoints, ec);
-    if (ec)
-      return error(
-          fmt::format("{}: cannot create {}: {}", label, checkpoints.string(), ec.message()));
-    worker::WorkerConfig before = base_config(r, shards_file);
-    before.variant = *from;
-    before.epochs = point.epoch;
-    before.seed = r.seed + static_cast<std::uint64_t>(k);
-    before.checkpoint_dir = checkpoints.string();
-    auto trained = run_reference_worker(before);
-    if (!trained || trained->empty()) {
-      return error(fmt::format("{} run {}: training {}: {}", label, k + 1, point.from,
-                               trained ? "no epoch reported" : trained.error().message));
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const StepOutput& trained = outputs[k].at(0);
+    const StepOutput& converted = outputs[k].at(1);
+    if (trained.empty()) {
+      return error(fmt::format("{}: {}: no epoch reported", runs[k].label, runs[k].steps[0].what));
     }
-    worker::WorkerConfig after = base_config(r, shards_file);
-    after.variant = *to;
-    after.init_from = checkpoints.string();
-    after.start_epoch = point.epoch;
-    after.epochs = 0;  // only evaluate the converted weights
-    after.eval_initial = true;
-    after.seed = before.seed;
-    auto converted = run_reference_worker(after);
-    if (!converted || converted->size() != 1) {
-      return error(fmt::format("{} run {}: converting to {}: {}", label, k + 1, point.to,
-                               converted ? "no evaluation reported" : converted.error().message));
+    if (converted.size() != 1) {
+      return error(fmt::format("{}: {}: no evaluation reported", runs[k].label,
+                               runs[k].steps[1].what));
     }
-    out.before.push_back(trained->back().loss);
-    out.after.push_back(converted->front().loss);
-    fs::remove_all(checkpoints, ec);
-    if (progress) progress(++done, total, fmt::format("{} run {}/{}", label, k + 1, r.runs));
+    out.before.push_back(trained.back().loss);
+    out.after.push_back(converted.front().loss);
   }
   auto jump = solver::fit_switch_jump(out.before, out.after);
-  if (!jump) return error(fmt::format("{}: {}", label, jump.error().message));
+  if (!jump) {
+    return error(fmt::format("switch {}:{}@{}: {}", point.from, point.to, point.epoch,
+                             jump.error().message));
+  }
   out.jump = *jump;
   return out;
-}
-
-Expected<std::string> write_shards_file(const std::string& dir, const char* name, int samples) {
-  const std::string path = (fs::path(dir) / name).string();
-  std::ofstream out(path, std::ios::trunc);
-  out << nlohmann::json{{"shards", {{{"name", kShardName}, {"samples", samples}}}}}.dump();
-  if (!out) return error(fmt::format("cannot write {}", path));
-  return path;
 }
 
 }  // namespace
@@ -275,9 +235,71 @@ Expected<void> validate_profile_request(const ProfileRequest& r) {
   return {};
 }
 
-Expected<ProfileResult> run_profile(const ProfileRequest& request,
+std::vector<ProfileRun> profile_runs(const ProfileRequest& request) {
+  std::vector<ProfileRun> runs;
+  std::vector<int> sizes = {request.samples};
+  if (request.exponent_samples > 0) sizes.push_back(request.exponent_samples);
+  for (int samples : sizes) {
+    for (const auto& name : request.variants) {
+      for (int k = 0; k < request.runs; ++k) runs.push_back(variant_run(request, name, samples, k));
+    }
+  }
+  for (std::size_t i = 0; i < request.switches.size(); ++i) {
+    for (int k = 0; k < request.runs; ++k) runs.push_back(switch_run(request, i, k));
+  }
+  return runs;
+}
+
+Expected<ProfileResult> run_profile(const ProfileRequest& request, ProfileRunExecutor& executor,
                                     const ProfileProgress& progress) {
   if (auto ok = validate_profile_request(request); !ok) return unexpected(ok.error());
+  const std::vector<ProfileRun> runs = profile_runs(request);
+  const int total = static_cast<int>(runs.size());
+  int done = 0;
+  auto outputs = executor.execute(runs, [&](std::size_t index) {
+    if (progress) progress(++done, total, runs[index].label);
+  });
+  if (!outputs) return unexpected(outputs.error());
+
+  // The runs come in groups of K, in the order profile_runs made them.
+  const auto K = static_cast<std::size_t>(request.runs);
+  std::size_t group = 0;
+  auto next_group = [&] {
+    const auto first = static_cast<std::ptrdiff_t>(group * K);
+    const auto last = first + static_cast<std::ptrdiff_t>(K);
+    ++group;
+    return std::pair{std::vector<ProfileRun>(runs.begin() + first, runs.begin() + last),
+                     std::vector<RunOutput>(outputs->begin() + first, outputs->begin() + last)};
+  };
+  ProfileResult result;
+  result.request = request;
+  for (const auto& name : request.variants) {
+    auto [group_runs, group_outputs] = next_group();
+    auto profile = fit_variant(request, name, request.samples, group_runs, group_outputs);
+    if (!profile) return unexpected(profile.error());
+    result.variants.push_back(std::move(*profile));
+  }
+  if (request.exponent_samples > 0) {
+    for (VariantProfile& v : result.variants) {
+      auto [group_runs, group_outputs] = next_group();
+      auto other =
+          fit_variant(request, v.name, request.exponent_samples, group_runs, group_outputs);
+      if (!other) return unexpected(other.error());
+      set_data_exponent(v, request.samples, request.exponent_samples,
+                        other->fit.profile.floor_loss);
+    }
+  }
+  for (const SwitchPoint& point : request.switches) {
+    auto [group_runs, group_outputs] = next_group();
+    auto profile = fit_switch(point, group_runs, group_outputs);
+    if (!profile) return unexpected(profile.error());
+    result.switches.push_back(std::move(*profile));
+  }
+  return result;
+}
+
+Expected<ProfileResult> run_profile(const ProfileRequest& request,
+                                    const ProfileProgress& progress) {
   std::error_code ec;
   if (!fs::is_directory(request.data_dir, ec)) {
     return error(
@@ -285,44 +307,8 @@ Expected<ProfileResult> run_profile(const ProfileRequest& request,
                     "dataset-fashion-mnist installs the data there; make deps)",
                     request.data_dir));
   }
-  if (request.work_dir.empty() || !fs::is_directory(request.work_dir, ec)) {
-    return error(fmt::format("work directory \"{}\" does not exist", request.work_dir));
-  }
-  // One clean shard of N samples: the data every run trains on.
-  auto shards_file = write_shards_file(request.work_dir, "shards.json", request.samples);
-  if (!shards_file) return unexpected(shards_file.error());
-
-  ProfileResult result;
-  result.request = request;
-  const std::size_t sizes = request.exponent_samples > 0 ? 2 : 1;
-  const int total =
-      request.runs * static_cast<int>(request.variants.size() * sizes + request.switches.size());
-  int done = 0;
-  for (const auto& name : request.variants) {
-    auto profile =
-        profile_variant(request, name, request.samples, *shards_file, done, total, progress);
-    if (!profile) return unexpected(profile.error());
-    result.variants.push_back(std::move(*profile));
-  }
-  if (request.exponent_samples > 0) {
-    auto second =
-        write_shards_file(request.work_dir, "shards-exponent.json", request.exponent_samples);
-    if (!second) return unexpected(second.error());
-    for (VariantProfile& v : result.variants) {
-      auto other = profile_variant(request, v.name, request.exponent_samples, *second, done, total,
-                                   progress);
-      if (!other) return unexpected(other.error());
-      set_data_exponent(v, request.samples, request.exponent_samples,
-                        other->fit.profile.floor_loss);
-    }
-  }
-  const std::string& shards = *shards_file;
-  for (std::size_t i = 0; i < request.switches.size(); ++i) {
-    auto profile = profile_switch(request, i, shards, done, total, progress);
-    if (!profile) return unexpected(profile.error());
-    result.switches.push_back(std::move(*profile));
-  }
-  return result;
+  LocalRunExecutor executor(request.work_dir);
+  return run_profile(request, executor, progress);
 }
 
 }  // namespace depl::cli

@@ -1,8 +1,8 @@
 // `kubectl-depl profile`: the estimation step of docs/depl-model.md section 6 on the reference
-// worker. Runs K short seeded trainings per variant of depl-reference-worker in this process
-// (depl::worker::run_worker, on a clean shard of N Fashion-MNIST samples), fits each variant's
-// loss profile with solver::fit_loss_profile, and measures each requested switch (train FROM
-// for EPOCH epochs, convert the checkpoint to TO, evaluate) to fit its loss jump with
+// worker. Runs K short seeded trainings per variant of depl-reference-worker (on a clean shard of
+// N Fashion-MNIST samples) through a ProfileRunExecutor, in this process or as pods, fits each
+// variant's loss profile with solver::fit_loss_profile, and measures each requested switch (train
+// FROM for EPOCH epochs, convert the checkpoint to TO, evaluate) to fit its loss jump with
 // solver::fit_switch_jump.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "depl/cli/profile_runs.hpp"
 #include "depl/common/expected.hpp"
 #include "depl/solver/fit.hpp"
 
@@ -36,8 +37,9 @@ struct ProfileRequest {
   int validation_samples = 10000;  // the validation loss is over the first N test images
   std::uint64_t seed = 1;
   std::vector<SwitchPoint> switches;
+  // Where the worker reads Fashion-MNIST: on this machine, or inside the pods in a cluster.
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string work_dir;  // shards file and switch checkpoints; must exist and be writable
+  std::string work_dir;  // local runs: switch checkpoints; must exist and be writable
 };
 
 // Checks the numbers and names before any training starts (every problem, one per line).
@@ -78,8 +80,16 @@ struct ProfileResult {
 // After every training run: runs done, runs in total, and what just ran ("full run 2/3").
 using ProfileProgress = std::function<void(int done, int total, const std::string& what)>;
 
-// Runs everything and fits. Errors name the variant or switch and the step that failed
-// (missing data directory, unknown variant, a fit that fails on the measured curve).
+// Every run a (valid) request makes, in order: K runs per variant, then per variant at
+// exponent_samples, then K runs per switch (two steps each: train FROM, convert to TO).
+std::vector<ProfileRun> profile_runs(const ProfileRequest& request);
+
+// Runs everything through `executor` and fits. Errors name the variant or switch and the step
+// that failed (unknown variant, a worker or pod that failed, a fit that fails on the curve).
+Expected<ProfileResult> run_profile(const ProfileRequest& request, ProfileRunExecutor& executor,
+                                    const ProfileProgress& progress = {});
+
+// In this process (LocalRunExecutor on request.work_dir, data from request.data_dir).
 Expected<ProfileResult> run_profile(const ProfileRequest& request,
                                     const ProfileProgress& progress = {});
 
