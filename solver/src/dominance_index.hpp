@@ -19,11 +19,26 @@ class DominanceIndex {
  public:
   DominanceIndex() = default;
   // Mean cells in [lowest_mean_cell, lowest_mean_cell + span) are indexed.
-  DominanceIndex(std::int32_t lowest_mean_cell, std::int32_t span)
-      : lowest_(lowest_mean_cell), nodes_(static_cast<std::size_t>(std::max(span, 1)) + 1) {}
+  DominanceIndex(std::int32_t lowest_mean_cell, std::int32_t span) {
+    reset(lowest_mean_cell, span);
+  }
 
-  // True until constructed with a span.
-  bool empty() const { return nodes_.empty(); }
+  // Forgets every label and indexes a new span, keeping the memory already allocated (a solve
+  // runs many searches).
+  void reset(std::int32_t lowest_mean_cell, std::int32_t span) {
+    lowest_ = lowest_mean_cell;
+    const std::size_t size = static_cast<std::size_t>(std::max(span, 1)) + 1;
+    const std::size_t kept = std::min(size, nodes_.size());
+    for (std::size_t i = 0; i < kept; ++i) nodes_[i].clear();
+    nodes_.resize(size);
+    outside_.clear();
+    active_ = true;
+  }
+  // Drops the labels and becomes empty again; memory is kept for the next reset.
+  void deactivate() { active_ = false; }
+
+  // True until given a span (constructor or reset) after construction or deactivate().
+  bool empty() const { return !active_; }
 
   // True when a label with mean cell <= mean_cell, variance cell <= variance_cell and weight <=
   // max_weight was inserted.
@@ -86,6 +101,7 @@ class DominanceIndex {
   std::int32_t lowest_ = 0;
   std::vector<std::vector<Step>> nodes_;  // 1-based Fenwick tree over mean cells
   std::vector<Entry> outside_;
+  bool active_ = false;
 };
 
 }  // namespace depl::solver::internal

@@ -66,12 +66,20 @@ LossGrid make_grid(const SearchContext& ctx, const SelectionData& data, double e
 }
 
 ScheduleSearch::ScheduleSearch(const SearchContext& ctx, const SelectionData& data,
-                               const GraphOptions& options)
+                               const GraphOptions& options, Scratch& scratch)
     : ctx_(ctx),
       data_(data),
       options_(options),
       grid_(make_grid(ctx, data, options.eta)),
-      cost_to_go_(ctx, data, options.weights, grid_.mean_base, grid_.mean_top, kCostToGoCells) {
+      cost_to_go_(ctx, data, options.weights, grid_.mean_base, grid_.mean_top, kCostToGoCells),
+      labels_(scratch.labels),
+      queue_(scratch.heap),
+      index_(scratch.index),
+      scratch_(scratch) {
+  labels_.clear();
+  queue_.clear();
+  for (std::size_t layer : scratch_.active_layers) index_[layer].deactivate();
+  scratch_.active_layers.clear();
   for (const auto& p : data.pareto) max_placements_ = std::max(max_placements_, p.size());
   const std::size_t contexts =
       data.pareto.size() * (ctx.problem->switching.size() + 1) * (ctx.problem->pools.size() + 1);
@@ -82,7 +90,7 @@ ScheduleSearch::ScheduleSearch(const SearchContext& ctx, const SelectionData& da
   if (options_.fewer_epochs_reexpand) {
     frontier_.resize(layers);
   } else {
-    index_.resize(layers);
+    if (index_.size() < layers) index_.resize(layers);
     // Means stay within [mean_base, mean_top]; a cell outside is still handled, only slower.
     const double span = std::ceil((grid_.mean_top - grid_.mean_base) / grid_.mean_step) + 2;
     mean_cells_ = static_cast<std::int32_t>(std::clamp(span, 1.0, 1e6));
@@ -126,7 +134,10 @@ void ScheduleSearch::settle(const Label& l) {
   if (!options_.fewer_epochs_reexpand) {
     // Only whether some settled label dominates matters, so the index keeps them all.
     DominanceIndex& index = index_[layer_of(l, l.switches)];
-    if (index.empty()) index = DominanceIndex(0, mean_cells_);
+    if (index.empty()) {
+      index.reset(0, mean_cells_);
+      scratch_.active_layers.push_back(layer_of(l, l.switches));
+    }
     index.insert(l.mean_cell, l.variance_cell, l.weight);
     return;
   }
@@ -155,8 +166,9 @@ void ScheduleSearch::push(Label label) {
     bounded_ = true;
     return;
   }
-  queue_.push(
+  queue_.push_back(
       {label.weight + h, label.seconds, label.phases, static_cast<std::uint32_t>(labels_.size())});
+  std::push_heap(queue_.begin(), queue_.end());
   labels_.push_back(label);
 }
 
@@ -299,8 +311,9 @@ std::optional<Plan> ScheduleSearch::next_goal() {
     }
   }
   while (!queue_.empty()) {
-    const QueueEntry top = queue_.top();
-    queue_.pop();
+    std::pop_heap(queue_.begin(), queue_.end());
+    const QueueEntry top = queue_.back();
+    queue_.pop_back();
     const Label& l = labels_[top.label];
     if (dominated(l)) continue;
     settle(l);

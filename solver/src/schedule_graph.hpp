@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <vector>
 
 #include "cost_to_go.hpp"
@@ -52,7 +51,12 @@ LossGrid make_grid(const SearchContext& ctx, const SelectionData& data, double e
 
 class ScheduleSearch {
  public:
-  ScheduleSearch(const SearchContext& ctx, const SelectionData& data, const GraphOptions& options);
+  // Buffers that outlive one search (below).
+  class Scratch;
+
+  // `scratch` is the search's memory while it lives; one Scratch serves one search at a time.
+  ScheduleSearch(const SearchContext& ctx, const SelectionData& data, const GraphOptions& options,
+                 Scratch& scratch);
 
   // The next goal in order of weight (ties: less time, fewer phases), or nullopt when none is
   // left. The plan's datasets are the selection's.
@@ -118,8 +122,10 @@ class ScheduleSearch {
   GraphOptions options_;
   LossGrid grid_;
   CostToGo cost_to_go_;
-  std::vector<Label> labels_;
-  std::priority_queue<QueueEntry> queue_;
+  // In scratch_: every label pushed, and the open list as a binary heap (the std::priority_queue
+  // algorithm on a reused vector).
+  std::vector<Label>& labels_;
+  std::vector<QueueEntry>& queue_;
   // Per layer (variant, switches used, placement): settled labels no other settled label
   // dominates. A label is dominated by one with no more weight, no higher rounded mean and
   // variance, in the same variant and placement with no more switches used (and, in the
@@ -127,8 +133,9 @@ class ScheduleSearch {
   // at no more weight.
   // In the horizon-exact mode (four criteria) the layers are scanned; otherwise indexed.
   std::vector<std::vector<FrontierEntry>> frontier_;
-  std::vector<DominanceIndex> index_;
+  std::vector<DominanceIndex>& index_;  // in scratch_
   std::int32_t mean_cells_ = 1;
+  Scratch& scratch_;
   std::vector<std::vector<std::uint16_t>> candidate_cache_;
   std::vector<bool> candidate_ready_;
   std::size_t max_placements_ = 1;
@@ -137,6 +144,18 @@ class ScheduleSearch {
   bool gave_up_ = false;
   bool bounded_ = false;
   bool started_ = false;
+};
+
+// A solve runs many searches (per dataset selection, weight and mode). Each used to allocate
+// its labels, heap and dominance index afresh and fault the pages in; handing the next search
+// the previous one's buffers removes that cost. Not for use by two searches at once.
+class ScheduleSearch::Scratch {
+ private:
+  friend class ScheduleSearch;
+  std::vector<Label> labels;
+  std::vector<QueueEntry> heap;
+  std::vector<DominanceIndex> index;
+  std::vector<std::size_t> active_layers;  // entries of `index` the last search used
 };
 
 }  // namespace depl::solver::internal

@@ -35,7 +35,7 @@ std::optional<Candidate> SelectionSolver::search(const SelectionData& data, cons
     options.weights = weights;
     options.fewer_epochs_reexpand = reexpand;
     options.weight_bound = bound;
-    ScheduleSearch graph(ctx_, data, options);
+    ScheduleSearch graph(ctx_, data, options, scratch_);
     for (int tries = 0; tries < kGoalsTried; ++tries) {
       std::optional<Plan> plan = graph.next_goal();
       if (!plan) break;

@@ -56,6 +56,7 @@ class SelectionSolver {
   SolveStats& stats_;
   std::map<std::vector<std::size_t>, SelectionOutcome> outcomes_;
   std::map<std::vector<std::size_t>, std::unique_ptr<SelectionData>> data_;
+  ScheduleSearch::Scratch scratch_;  // shared by this solver's searches, one at a time
 };
 
 }  // namespace depl::solver::internal
