@@ -31,6 +31,26 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
     return fixed_rate_min[v] * (fixed_time_min[v] + tau);
   };
 
+  // Per variant, computed once rather than per cell (the same expressions, so the same bits):
+  // the mean at or below which the bound is 0, and the allowed switches out of it.
+  struct SwitchEdge {
+    std::size_t to = 0;
+    double jump = 0;
+    double fixed = 0;  // fixed part of the switch plus the next variant's first epoch
+  };
+  std::vector<double> goal_mean(nv);
+  std::vector<std::vector<SwitchEdge>> edges(nv);
+  for (std::size_t v = 0; v < nv; ++v) {
+    goal_mean[v] =
+        problem.target.loss - ctx.kappa * std::sqrt(data.dynamics[v].noise_variance) + 1e-12;
+    for (std::size_t w = 0; w < nv; ++w) {
+      const int sw = ctx.switch_index[v][w];
+      if (sw == kNone || data.pareto[w].empty()) continue;
+      const Switch& swi = problem.switching[static_cast<std::size_t>(sw)];
+      edges[v].push_back({w, swi.jump_mean, fixed_min(w, swi.overhead_seconds) + epoch_min[w]});
+    }
+  }
+
   for (int s = switch_levels_ - 1; s >= 0; --s) {
     for (int i = 0; i <= cells_; ++i) {
       const double m = low_ + i * step_;
@@ -38,7 +58,7 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
         if (data.pareto[v].empty()) continue;
         const VariantDynamics& d = data.dynamics[v];
         double& h = at(v, s, i);
-        if (m <= problem.target.loss - ctx.kappa * std::sqrt(d.noise_variance) + 1e-12) {
+        if (m <= goal_mean[v]) {
           h = 0;
           continue;
         }
@@ -49,15 +69,12 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
           best = epoch_min[v] + (j < 0 ? 0.0 : at(v, s, std::min(j, i - 1 < 0 ? 0 : i - 1)));
         }
         if (s + 1 < switch_levels_) {
-          for (std::size_t w = 0; w < nv; ++w) {
-            const int sw = ctx.switch_index[v][w];
-            if (sw == kNone || data.pareto[w].empty()) continue;
-            const Switch& swi = problem.switching[static_cast<std::size_t>(sw)];
-            const VariantDynamics& dw = data.dynamics[w];
-            const double after = dw.floor + (m + swi.jump_mean - dw.floor) * dw.rho;
+          for (const SwitchEdge& e : edges[v]) {
+            const VariantDynamics& dw = data.dynamics[e.to];
+            const double after = dw.floor + (m + e.jump - dw.floor) * dw.rho;
             const int j = cell_below(after);
-            const double rest = j < 0 ? 0.0 : at(w, s + 1, std::min(j, cells_));
-            best = std::min(best, fixed_min(w, swi.overhead_seconds) + epoch_min[w] + rest);
+            const double rest = j < 0 ? 0.0 : at(e.to, s + 1, std::min(j, cells_));
+            best = std::min(best, e.fixed + rest);
           }
         }
         h = best;

@@ -113,7 +113,8 @@ bool ScheduleSearch::is_goal(const Label& l) const {
 bool ScheduleSearch::dominated(const Label& l) const {
   const double weight = l.weight * (1 + 1e-12);
   if (!options_.fewer_epochs_reexpand) {
-    for (int s = 0; s <= l.switches; ++s) {
+    // The label's own layer first: most labels dropped are beaten by one with the same history.
+    for (int s = l.switches; s >= 0; --s) {
       const DominanceIndex& index = index_[layer_of(l, s)];
       if (!index.empty() && index.covers(l.mean_cell, l.variance_cell, weight)) return true;
     }
