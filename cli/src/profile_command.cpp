@@ -1,18 +1,24 @@
 // `kubectl-depl profile`: measures loss profiles of the reference worker's variants (and the loss
-// jumps of switches between them) from short seeded runs on this machine, and prints the
-// `models` / `switching` YAML to paste into a DependableTrainingJob.
+// jumps of switches between them) from short seeded runs on this machine or, with --in-cluster,
+// as pods in a cluster, and prints the `models` / `switching` YAML to paste into a
+// DependableTrainingJob.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <atomic>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "depl/cli/cluster_access.hpp"
+#include "depl/cli/local_run_executor.hpp"
+#include "depl/cli/pod_run_executor.hpp"
 #include "depl/cli/profile_report.hpp"
 #include "depl/cli/profiling.hpp"
 
@@ -28,7 +34,14 @@ struct ProfileArgs {
   std::string output_path;
   std::string plot_path;
   std::string command_line;
+  bool in_cluster = false;
+  ClusterFlags cluster;
+  PodRunOptions pods;
 };
+
+// Ctrl-C during --in-cluster: the executor sees it at its next poll and deletes its pods.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> out;
@@ -88,10 +101,15 @@ int run_profile_command(ProfileArgs& args) {
     return kExitBadInput;
   }
   std::error_code ec;
-  if (!fs::is_directory(args.request.data_dir, ec)) {
+  // In a cluster --data-dir is a path inside the pods: nothing to check here.
+  if (!args.in_cluster && !fs::is_directory(args.request.data_dir, ec)) {
     std::cerr << "error: --data-dir " << args.request.data_dir
               << ": no such directory (install the Debian package dataset-fashion-mnist: make "
                  "deps)\n";
+    return kExitBadInput;
+  }
+  if (args.in_cluster && args.pods.parallel < 1) {
+    std::cerr << "error: --parallel: must be at least 1, got " << args.pods.parallel << '\n';
     return kExitBadInput;
   }
   char work_template[] = "/tmp/depl-profile-XXXXXX";
@@ -101,11 +119,34 @@ int run_profile_command(ProfileArgs& args) {
     return kExitFailure;
   }
   args.request.work_dir = work_dir;
-  auto result = run_profile(args.request, show_progress);
+  Expected<ProfileResult> result = unexpected(Error{"not run"});
+  if (args.in_cluster) {
+    auto access = connect_to_cluster(args.cluster);
+    if (!access) {
+      fs::remove_all(work_dir, ec);
+      std::cerr << "error: " << access.error().message << '\n';
+      return kExitBadInput;
+    }
+    args.pods.namespace_ = access->namespace_;
+    // The work directory's unique name labels this profile's pods; without a claim it is also
+    // the hostPath the switch pods share (on the dev cluster pods are processes of this machine).
+    args.pods.session = fs::path(work_dir).filename().string();
+    args.pods.checkpoint_host_dir = work_dir;
+    args.pods.cancelled = &g_interrupted;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    PodRunExecutor executor(access->client, args.pods);
+    result = run_profile(args.request, executor, show_progress);
+  } else {
+    LocalRunExecutor executor(work_dir);
+    result = run_profile(args.request, executor, show_progress);
+  }
   fs::remove_all(work_dir, ec);
   if (!result) {
     std::cerr << "error: " << result.error().message << '\n';
-    return kExitFailure;
+    return g_interrupted.load() ? 130 : kExitFailure;
   }
   const std::string yaml = profile_to_yaml(*result, args.command_line);
   if (args.output_path.empty()) {
@@ -132,7 +173,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure loss profiles and switch jumps of the reference worker's variants (short seeded "
-      "runs here) and print the models/switching YAML for a job");
+      "runs here, or as pods with --in-cluster) and print the models/switching YAML for a job");
   cmd->add_option("--variants", args->variants, "comma-separated: full, half, quarter, eighth")
       ->capture_default_str();
   cmd->add_option("--runs", args->request.runs, "seeded runs per variant and per switch")
@@ -156,12 +197,35 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", args->request.data_dir, "directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   cmd->add_option("-o,--output", args->output_path, "write the YAML to this file (default stdout)");
+  cmd->add_flag("--in-cluster", args->in_cluster,
+                "run every training as a pod (restartPolicy Never) of --image in the cluster "
+                "instead of in this process; --data-dir is then the path inside the pods");
+  cmd->add_option("--kubeconfig", args->cluster.kubeconfig,
+                  "--in-cluster: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)");
+  cmd->add_option("--context", args->cluster.context,
+                  "--in-cluster: kubeconfig context (default: current)");
+  cmd->add_option("-n,--namespace", args->cluster.namespace_,
+                  "--in-cluster: namespace of the pods (default: the context's, else \"default\")");
+  cmd->add_option("--image", args->pods.image,
+                  "--in-cluster: image whose entrypoint is depl-reference-worker")
+      ->capture_default_str();
+  cmd->add_option("--parallel", args->pods.parallel, "--in-cluster: pods running at once")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-volume", args->pods.checkpoint_claim,
+                  "--in-cluster: PersistentVolumeClaim the two pods of a switch run share its "
+                  "checkpoint on (mounted at /depl-profile; ReadWriteMany, or ReadWriteOnce with "
+                  "one node). Default: a hostPath directory, shared only by pods on one node (the "
+                  "dev cluster's pods are local processes, so it works there)");
   cmd->add_option("--plot", args->plot_path,
                   "write an SVG of the measured curves and the fitted model to this file");
   cmd->callback([args, &exit_code, cmd] {
     std::string line = "kubectl-depl profile";
     for (const CLI::Option* option : cmd->get_options()) {
       if (option->count() == 0 || option->get_name() == "--help") continue;
+      if (option->get_expected_min() == 0) {  // a flag
+        line += " " + option->get_name();
+        continue;
+      }
       for (const std::string& value : option->results()) {
         line += " " + option->get_name() + " " + value;
       }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "depl/cli/pod_run_executor.hpp"
 #include "depl/cli/profile_report.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/solver/parse.hpp"
@@ -176,6 +177,80 @@ TEST(ProfileReport, PlotDrawsEveryRunAndEveryFit) {
   EXPECT_EQ(fits, 2);
   EXPECT_EQ(jumps, 1);
   EXPECT_FALSE(profile_plot_svg(ProfileResult{}));
+}
+
+TEST(ProfileRuns, EveryRunIsNamedAndSwitchesHaveTwoSteps) {
+  ProfileRequest r;
+  r.variants = {"full", "eighth"};
+  r.runs = 2;
+  r.exponent_samples = 4000;
+  r.switches = {{"eighth", "full", 4}};
+  const auto runs = profile_runs(r);
+  ASSERT_EQ(runs.size(), 10u);  // 2 variants x 2 sizes x 2 runs, 1 switch x 2 runs
+  EXPECT_EQ(runs[0].name, "full-n2000-s1");
+  EXPECT_EQ(runs[0].label, "full run 1/2");
+  EXPECT_EQ(runs[5].name, "full-n4000-s2");
+  EXPECT_EQ(runs[9].name, "sw0-eighth-full-e4-s2");
+  EXPECT_EQ(runs[9].label, "switch eighth:full@4 run 2/2");
+  ASSERT_EQ(runs[9].steps.size(), 2u);
+  EXPECT_TRUE(runs[9].uses_checkpoint());
+  EXPECT_FALSE(runs[0].uses_checkpoint());
+  const auto args = worker_arguments(runs[9], 1, "/ckpt/x");
+  EXPECT_THAT(args, ::testing::ElementsAre(
+                        "--data-dir", r.data_dir, "--variant", "full", "--epochs", "0",
+                        "--start-epoch", "4", "--shards",
+                        R"({"shards":[{"name":"profile","samples":2000}]})", "--datasets",
+                        "profile", "--seed", "2", "--test-samples", "10000", "--eval-initial",
+                        "--init-from", "/ckpt/x"));
+}
+
+TEST(ProfileRuns, EpochLinesSkipTheLogAroundThem) {
+  auto lines = parse_epoch_lines(
+      "2026-11-23T13:00:00.000 info event=start\n"
+      R"({"epoch":0,"loss":2.3,"accuracy":0.1,"variant":"full","seconds":0})" "\n"
+      R"({"epoch":1,"loss":1.5,"accuracy":0.5,"variant":"full","seconds":0.25})" "\r\n"
+      "2026-11-23T13:00:01.000 info event=done\n");
+  ASSERT_TRUE(lines) << lines.error().message;
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[1].epoch, 1);
+  EXPECT_DOUBLE_EQ((*lines)[1].loss, 1.5);
+  EXPECT_DOUBLE_EQ((*lines)[1].seconds, 0.25);
+  auto bad = parse_epoch_lines("{\"epoch\": \"one\"}\n");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message, HasSubstr("unexpected line"));
+}
+
+// A real cluster: the switch's pods share a PersistentVolumeClaim, under this profile's session.
+TEST(ProfilePods, SwitchPodsMountTheClaimAndShareTheCheckpoint) {
+  ProfileRequest r;
+  r.variants = {"eighth"};
+  r.runs = 1;
+  r.switches = {{"eighth", "full", 4}};
+  const auto runs = profile_runs(r);
+  PodRunOptions o;
+  o.namespace_ = "ml";
+  o.session = "depl-profile-abc123";
+  o.checkpoint_claim = "profile-checkpoints";
+  const json plain = profile_pod(runs[0], 0, o);
+  EXPECT_EQ(plain["metadata"]["name"], "depl-profile-eighth-n2000-s1");
+  EXPECT_EQ(plain["metadata"]["namespace"], "ml");
+  EXPECT_EQ(plain["metadata"]["labels"]["depl.dev/profile-session"], "depl-profile-abc123");
+  EXPECT_EQ(plain["spec"]["restartPolicy"], "Never");
+  EXPECT_FALSE(plain["spec"].contains("volumes"));
+  const json train = profile_pod(runs[1], 0, o);
+  const json convert = profile_pod(runs[1], 1, o);
+  EXPECT_EQ(train["metadata"]["name"], "depl-profile-sw0-eighth-full-e4-s1-1");
+  EXPECT_EQ(convert["metadata"]["name"], "depl-profile-sw0-eighth-full-e4-s1-2");
+  EXPECT_EQ(train["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+            "profile-checkpoints");
+  EXPECT_EQ(convert["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/depl-profile");
+  const auto train_args = train["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
+  const auto convert_args =
+      convert["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
+  EXPECT_THAT(train_args, ::testing::Contains("/depl-profile/depl-profile-abc123/"
+                                              "sw0-eighth-full-e4-s1"));
+  EXPECT_EQ(train_args.back(), convert_args.back());
+  EXPECT_EQ(convert_args[convert_args.size() - 2], "--init-from");
 }
 
 class ProfileReferenceWorker : public ::testing::Test {
