@@ -51,8 +51,8 @@ Expected<std::vector<RunOutput>> LocalRunExecutor::execute(const std::vector<Pro
       fs::remove_all(checkpoints, ec);  // a stale checkpoint would be resumed
       fs::create_directories(checkpoints, ec);
       if (ec) {
-        return error(fmt::format("{}: cannot create {}: {}", run.label, checkpoints.string(),
-                                 ec.message()));
+        return error(
+            fmt::format("{}: cannot create {}: {}", run.label, checkpoints.string(), ec.message()));
       }
     }
     RunOutput output;
@@ -60,8 +60,8 @@ Expected<std::vector<RunOutput>> LocalRunExecutor::execute(const std::vector<Pro
       auto lines = run_step(run, s, checkpoints.string());
       if (!lines) {
         fs::remove_all(checkpoints, ec);
-        return error(fmt::format("{}: {}: {}", run.label, run.steps[s].what,
-                                 lines.error().message));
+        return error(
+            fmt::format("{}: {}: {}", run.label, run.steps[s].what, lines.error().message));
       }
       output.push_back(std::move(*lines));
     }
