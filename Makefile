@@ -18,12 +18,13 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= $(notdir $(wildcard fuzz/corpus/*))
 
-.PHONY: all deps fuzz-deps build test test-sanitize test-tsan fuzz demo bench clean format help
+.PHONY: all deps fuzz-deps build test test-sanitize test-tsan fuzz demo demo-quickstart bench clean format help
 
 all: build
 
 help:
-	@echo "make demo   - build, start the embedded dev cluster and run the quickstart job"
+	@echo "make demo   - build, start the embedded dev cluster and train the Fashion-MNIST job"
+	@echo "make demo-quickstart - the same with the quickstart job and simulated workers"
 	@echo "make test   - install dependencies, build, run every test suite"
 	@echo "make deps   - install the Debian packages the project needs (apt-get)"
 	@echo "make build  - Release build into $(BUILD)/ (binaries in $(BUILD)/bin)"
@@ -99,7 +100,13 @@ fuzz: deps fuzz-deps
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_BUILD)/artifacts/)"; exit 1; fi; \
 	echo "fuzz: no findings"
 
+# The main demo trains Fashion-MNIST for real (pods run depl-reference-worker) on pools that
+# describe this machine; demo-quickstart runs the quickstart with simulated workers on GPU pools.
 demo: deps build
+	$(BUILD)/bin/kubectl-depl demo --job examples/fashion-mnist/job.yaml \
+	  --pools examples/fashion-mnist/pools.yaml --keep-running
+
+demo-quickstart: deps build
 	$(BUILD)/bin/kubectl-depl demo --keep-running
 
 bench: deps build

@@ -95,7 +95,7 @@ std::string status_line(const json& job) {
   const std::string loss =
       progress.contains("loss") ? fmt::format("{:.4f}", progress["loss"].get<double>()) : "-";
   return fmt::format(
-      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:.2f}",
+      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:.3g}",
       status.value("phase", "Pending"), progress.value("phase", 0), progress.value("model", "-"),
       progress.value("epoch", 0), loss, predicted.value("probability", 0.0),
       progress.value("cost", 0.0));
@@ -250,7 +250,7 @@ int run_demo(const DemoOptions& o) {
                      p.workers);
         }
         fmt::print(
-            "\n      predicted cost {:.2f}, {:.0f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
+            "\n      predicted cost {:.3g}, {:.1f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
             plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
             plan->probability);
         last_line.clear();

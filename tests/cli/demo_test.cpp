@@ -38,13 +38,14 @@ TEST(Demo, RunsTheQuickstartToAnEndAndExitsWithItsOutcome) {
   }
 }
 
+// What `make demo` runs: the Fashion-MNIST job on the pools that describe this machine.
 TEST(Demo, FashionMnistJobTrainsForRealWithTheReferenceWorker) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed (make deps installs it)";
   }
   const auto r = run_process(kBinary,
                              {"demo", "--job", kSource + "/examples/fashion-mnist/job.yaml",
-                              "--pools", kSource + "/examples/quickstart/pools.yaml", "--crd",
+                              "--pools", kSource + "/examples/fashion-mnist/pools.yaml", "--crd",
                               kSource + "/crds/depl.dev_dependabletrainingjobs.yaml", "--timeout",
                               "240"},
                              std::chrono::seconds(300));
