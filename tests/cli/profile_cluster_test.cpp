@@ -8,10 +8,12 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../devcluster/server/subprocess.hpp"  // Subprocess: signal a running command
 #include "depl/cli/pod_run_executor.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
@@ -228,6 +230,50 @@ TEST_F(ProfileOnDevCluster, AFailedPodIsAnErrorWithTheEndOfItsLog) {
   EXPECT_THAT(got.err, HasSubstr("the end of its log:"));
   EXPECT_THAT(got.err, HasSubstr("/nonexistent/fmnist"));  // the worker's own message
   EXPECT_THAT(profiling_pods_left(), ::testing::IsEmpty());
+}
+
+// Ctrl-C while pods run: they are deleted before the command exits 130.
+TEST_F(ProfileOnDevCluster, InterruptDeletesThePods) {
+  devcluster::testing::Subprocess command(
+      {kBinary, "profile", "--variants", "full", "--runs", "2", "--epochs", "200", "--samples",
+       "5000", "--in-cluster", "--kubeconfig", cluster_->kubeconfig_path(), "-n", kNamespace,
+       "--parallel", "2"},
+      {});
+  ASSERT_TRUE(command.started());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (profiling_pods_left().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(profiling_pods_left().size(), 2u);
+  command.signal(SIGINT);
+  std::string output;  // until EOF: wait() would drop what it drains
+  while (auto line = command.read_line(std::chrono::seconds(30))) output += *line + "\n";
+  EXPECT_EQ(command.wait(std::chrono::seconds(30)), 130) << output;
+  EXPECT_THAT(output, HasSubstr("interrupted"));
+  EXPECT_THAT(profiling_pods_left(), ::testing::IsEmpty());
+}
+
+// A pod of that name already there (another profile, or a killed one): an error with the way
+// out; the command deletes only the pods it made.
+TEST_F(ProfileOnDevCluster, APodInTheWayIsAnErrorAndIsNotDeleted) {
+  auto in_the_way =
+      cluster_->store().create({"", "v1", "pods", kNamespace, "", ""},
+                               {{"apiVersion", "v1"},
+                                {"kind", "Pod"},
+                                {"metadata",
+                                 {{"name", "depl-profile-eighth-n300-s6"},
+                                  {"labels", {{"app.kubernetes.io/name", "depl-profile"}}}}},
+                                {"spec", {{"containers", {{{"name", "c"}, {"image", "pause"}}}}}}});
+  ASSERT_TRUE(in_the_way.ok()) << in_the_way.body.dump();
+  auto got = profile({"--variants", "eighth", "--runs", "2", "--epochs", "3", "--samples", "300",
+                      "--validation-samples", "300", "--seed", "5"},
+                     true);
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("pod depl-profile-eighth-n300-s6 already exists in namespace "
+                                 "\"profiling\""));
+  EXPECT_THAT(got.err, HasSubstr("kubectl delete pods -n profiling -l "
+                                 "app.kubernetes.io/name=depl-profile"));
+  EXPECT_THAT(profiling_pods_left(), ::testing::ElementsAre("depl-profile-eighth-n300-s6"));
 }
 
 TEST_F(ProfileOnDevCluster, AnUnreachableClusterIsBadInput) {
