@@ -45,7 +45,8 @@ bool pod_terminal(const json& pod) {
 }
 
 PodRecorder::PodRecorder(devcluster::ApiStore& store) : store_(store) {
-  auto watch = store_.watch(devcluster::ResourceRef{"", "v1", "pods", "", "", ""}, {});
+  auto watch = store_.watch(devcluster::ResourceRef{"", "v1", "pods", "", "", ""},
+                            devcluster::observer_watch_options());
   if (watch) watch_ = *watch;
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }

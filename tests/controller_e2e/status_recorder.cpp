@@ -41,7 +41,8 @@ std::set<std::pair<int, int>> history_of(const json& status) {
 
 StatusRecorder::StatusRecorder(devcluster::ApiStore& store) {
   auto watch = store.watch(
-      devcluster::ResourceRef{"depl.dev", "v1alpha1", "dependabletrainingjobs", "", "", ""}, {});
+      devcluster::ResourceRef{"depl.dev", "v1alpha1", "dependabletrainingjobs", "", "", ""},
+      devcluster::observer_watch_options());
   if (watch) watch_ = *watch;
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }

@@ -256,6 +256,20 @@ void ApiStore::close_all_watches() {
   for (auto& w : closing) w.subscription->close();
 }
 
+void ApiStore::close_client_watches() {
+  std::list<Watcher> closing;
+  {
+    std::lock_guard lock(impl_->mutex);
+    auto& watchers = impl_->watchers;
+    for (auto it = watchers.begin(); it != watchers.end();) {
+      auto next = std::next(it);
+      if (!it->observer) closing.splice(closing.end(), watchers, it);
+      it = next;
+    }
+  }
+  for (auto& w : closing) w.subscription->close();
+}
+
 std::string ApiStore::resource_version() const {
   std::lock_guard lock(impl_->mutex);
   return std::to_string(impl_->rv);
@@ -378,7 +392,8 @@ Expected<std::shared_ptr<WatchSubscription>, ApiResult> ApiStore::Impl::watch(
                   type->namespaced ? ref.ns : "",
                   std::move(selectors->first),
                   std::move(selectors->second),
-                  options.allow_bookmarks};
+                  options.allow_bookmarks,
+                  options.observer};
 
   auto matches = [&](const ObjectPtr& stored) {
     if (!watcher.ns.empty() &&

@@ -33,6 +33,7 @@ struct Watcher {
   LabelSelector labels;
   FieldSelector fields;
   bool bookmarks = false;
+  bool observer = false;  // WatchOptions::observer
 };
 
 // Everything an operation produced that must be handed out after the lock is released.

@@ -258,7 +258,7 @@ void DevCluster::stop() {
 }
 
 void DevCluster::drop_watches() {
-  impl_->store->close_all_watches();
+  impl_->store->close_client_watches();
   if (impl_->server) impl_->server->drop_streams();
 }
 

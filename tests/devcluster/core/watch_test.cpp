@@ -174,6 +174,22 @@ TEST_F(StoreTest, CloseAllWatchesAndNotifierAcrossThreads) {
   EXPECT_FALSE((*sub)->next(milliseconds(10)));
 }
 
+TEST_F(StoreTest, DroppingClientWatchesLeavesObserversOpen) {
+  auto client = store.watch(core("pods", "default"), {.resource_version = store.resource_version()});
+  auto observer = store.watch(core("pods", "default"), observer_watch_options());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(observer);
+  store.close_client_watches();
+  EXPECT_TRUE((*client)->closed());
+  EXPECT_FALSE((*observer)->closed());
+  must(store.create(core("pods", "default"), a_pod("after")), 201);
+  auto event = (*observer)->next(milliseconds(1000));
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->object->at("metadata").at("name"), "after");
+  store.close_all_watches();  // shutting down closes observers too
+  EXPECT_TRUE((*observer)->closed());
+}
+
 TEST_F(StoreTest, CustomResourceWatchSeesTheServedVersion) {
   install_crd();
   auto sub = store.watch(dtj(""), {.resource_version = store.resource_version()});

@@ -59,7 +59,17 @@ struct WatchOptions {
   // watch-list: initial ADDED events, then a BOOKMARK with the annotation
   // "k8s.io/initial-events-end": "true" (requires allow_bookmarks).
   bool send_initial_events = false;
+  // A test's observer that must see every event (recorders checking invariants): fault
+  // injection (close_client_watches, DevCluster::drop_watches) leaves it open.
+  bool observer = false;
 };
+
+// The options of a test's observer: every event from now on, never dropped by fault injection.
+inline WatchOptions observer_watch_options() {
+  WatchOptions options;
+  options.observer = true;
+  return options;
+}
 
 // Who writes and how (query parameters and headers of a write request).
 struct WriteOptions {
@@ -170,6 +180,8 @@ class ApiStore {
   void compact();
   // Closes every open watch (clients must re-watch).
   void close_all_watches();
+  // The same, but leaves observers (WatchOptions::observer) open.
+  void close_client_watches();
   // The current global resourceVersion (decimal).
   std::string resource_version() const;
   // Called after every successful write (and dry run), outside the store lock.

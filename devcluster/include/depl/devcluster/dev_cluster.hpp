@@ -71,7 +71,8 @@ class DevCluster {
   void stop();
 
   // ---- fault injection ----------------------------------------------------------------------
-  // Ends every open watch (HTTP streams and the store's subscriptions): clients must re-watch.
+  // Ends every open watch (HTTP streams and the store's subscriptions, except a test's
+  // observers: WatchOptions::observer): clients must re-watch.
   void drop_watches();
   // Forgets the watch history: resuming from any earlier resourceVersion gets 410 Gone.
   void compact_history();
