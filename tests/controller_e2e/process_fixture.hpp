@@ -58,9 +58,10 @@ class ControllerProcessE2e : public ControllerE2e {
   // for one (phase, rank) ever; its status never went backwards; every report acknowledged with
   // "continue" is in the status history with its loss; the status ends at or past the last
   // acknowledged epoch, with the loss of the last report recorded, and the outcome matches it
-  // (Succeeded: that loss is at or below the target); no worker pod failed; every
-  // pod left has a live owner; and deleting the job removes its pods, Services and Secret.
-  void expect_job_invariants(const std::string& name);
+  // (Succeeded: that loss is at or below the target); no worker pod failed (unless the scenario
+  // makes them fail: `pods_may_fail`); every pod left has a live owner; and deleting the job
+  // removes its pods, Services and Secret.
+  void expect_job_invariants(const std::string& name, bool pods_may_fail = false);
 
   std::unique_ptr<WriteLog> writes_;
   std::unique_ptr<StatusRecorder> statuses_;

@@ -1,0 +1,191 @@
+// The API server misbehaving while a job runs, with depl-controller as a child process: bursts of
+// 409 on the job's status writes, 429 with Retry-After, 500s, dropped watches, a compacted
+// history (the re-watch gets 410 and relists), and then the API server refusing connections for
+// 30 s. A node going NotReady mid-phase in a second scenario. Each ends with the invariants of
+// every controller-process scenario (expect_job_invariants) and, after the first, a search of
+// every log of the run for the job's progress token.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+
+#include "depl/common/base64.hpp"
+#include "depl/kube/resource.hpp"
+#include "process_fixture.hpp"
+
+namespace depl::e2e {
+namespace {
+
+namespace resources = kube::resources;
+
+int progress_epoch(const json& job) {
+  return job.value("status", json::object()).value("progress", json::object()).value("epoch", 0);
+}
+
+// Whether a TCP connection to 127.0.0.1:port is accepted now.
+bool accepts_connections(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+class FaultsE2e : public ControllerProcessE2e {
+ protected:
+  // Fails the next `count` requests of the controller (by its User-Agent) that `also` accepts
+  // with `code`, waits until all of them were answered so, and lets its requests through again.
+  // Returns whether the controller made that many such requests within kWait.
+  bool fail_controller_requests(const std::string& identity, int count, int code,
+                                std::function<bool(const devcluster::RequestSummary&)> also) {
+    auto failed = std::make_shared<std::atomic<int>>(0);
+    cluster_->fail_requests_where(
+        [identity, count, failed, also](const devcluster::RequestSummary& r) {
+          if (r.user_agent.find("identity=" + identity) == std::string::npos) return false;
+          if (also && !also(r)) return false;
+          return failed->fetch_add(1) < count;
+        },
+        code);
+    const bool all = wait_until([&] { return failed->load() >= count; });
+    cluster_->fail_requests_where({}, 0);
+    return all;
+  }
+
+  // Waits until the job has reported `more` epochs past the ones it had.
+  json advance(const std::string& name, int more, const std::string& what) {
+    const int from = progress_epoch(get_job(name));
+    return wait_job(
+        name, [&](const json& j) { return progress_epoch(j) >= from + more; },
+        fmt::format("{} more epochs after {}", more, what));
+  }
+};
+
+TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompletes) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  const std::string me = "faults-controller";
+  auto controller = spawn_controller(me, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+
+  // About 30 epochs over two phases at 0.3 s each: it runs through every fault below, and the
+  // outage starts while it still runs.
+  json job = patient_job("faulty", 0.3);
+  job["spec"]["target"]["loss"] = 0.35;
+  create_job(job);
+  advance("faulty", 2, "the start");
+
+  // A burst of conflicts on the job's status writes: the controller re-reads and writes again.
+  EXPECT_TRUE(fail_controller_requests(me, 5, 409, [](const devcluster::RequestSummary& r) {
+    return r.method != "GET" && r.path.find("/dependabletrainingjobs/") != std::string::npos &&
+           r.path.ends_with("/status");
+  })) << "the controller wrote the job's status fewer than 5 times";
+  advance("faulty", 2, "409 on status writes");
+
+  // Throttled (429 with Retry-After), then server errors, on whatever it sends.
+  EXPECT_TRUE(fail_controller_requests(me, 3, 429, {}));
+  advance("faulty", 2, "429s");
+  EXPECT_TRUE(fail_controller_requests(me, 3, 500, {}));
+  advance("faulty", 2, "500s");
+
+  // Watches end, and the history they would resume from is gone: 410, relist.
+  cluster_->compact_history();
+  cluster_->drop_watches();
+  json before_outage = advance("faulty", 2, "dropped watches and 410");
+  const std::string phase_before = job_phase(before_outage);
+  EXPECT_EQ(phase_before, "Running") << "the job ended before the outage: it tests less";
+
+  // The API server refuses connections for 30 s. The workers go on training and reporting to
+  // the controller, which cannot write a thing until the server is back.
+  cluster_->make_unavailable(std::chrono::seconds(30));
+  EXPECT_TRUE(
+      wait_until([&] { return !accepts_connections(cluster_->port()); }, std::chrono::seconds(5)));
+  EXPECT_TRUE(
+      wait_until([&] { return accepts_connections(cluster_->port()); }, std::chrono::seconds(60)))
+      << "the dev cluster did not come back";
+
+  json done = wait_job(
+      "faulty",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish after the outage", std::chrono::seconds(120));
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  EXPECT_TRUE(controller->running()) << "the controller gave up during the outage:\n"
+                                     << controller->log();
+
+  // No log of the run carries the job's progress token: not the controller's, not the
+  // workers' (which get it in their environment).
+  auto secrets = list(resources::secrets(), "depl.dev/job=faulty");
+  ASSERT_EQ(secrets.size(), 1u);
+  const json data = secrets[0].value("data", json::object());
+  ASSERT_TRUE(data.contains("token") && data["token"].is_string()) << secrets[0].dump();
+  const auto token = base64_decode(data["token"].get<std::string>()).value_or("");
+  ASSERT_GE(token.size(), 16u) << "the progress token looks too short to search for";
+  int logs = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(work_dir_)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string file = entry.path().filename().string();
+    if (!file.ends_with(".log") && file.find("log") == std::string::npos) continue;
+    ++logs;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str().find(token), std::string::npos)
+        << entry.path() << " contains the job's progress token";
+  }
+  EXPECT_GE(logs, 2) << "no logs found under " << work_dir_ << ": the search saw nothing";
+
+  expect_job_invariants("faulty");
+}
+
+TEST_F(FaultsE2e, NodeNotReadyMidPhaseIsReplannedOntoTheRemainingPool) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  auto controller = spawn_controller("notready-controller",
+                                     {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+  json job = patient_job("stranded", 0.2);
+  job["spec"]["training"]["workers"]["min"] = 1;  // one node of two GPUs per pool
+  create_job(job);
+  job = advance("stranded", 2, "the start");
+  ASSERT_EQ(job["status"]["progress"].value("pool", ""), "fast") << job["status"].dump(1);
+  const int epoch_before = progress_epoch(job);
+
+  auto lost = cluster_->set_node_ready("fast-0", false);
+  ASSERT_TRUE(lost) << lost.error().message;
+  wait_job(
+      "stranded",
+      [](const json& j) {
+        return j.value("status", json::object())
+                   .value("progress", json::object())
+                   .value("pool", "") == "spare";
+      },
+      "the job to move to the spare pool");
+  json done = wait_job(
+      "stranded",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  EXPECT_GT(progress_epoch(done), epoch_before);
+  for (const auto& pod : pods_->created_for("stranded")) {
+    if (pod["spec"].value("nodeSelector", json::object()).value("depl.dev/pool", "") != "spare")
+      continue;
+    // It continued from its checkpoint: nothing started over once the node was lost.
+    EXPECT_NE(pod_env(pod, "DEPL_START_EPOCH"), json("0")) << pod["metadata"].dump();
+  }
+  // The pods on the lost node failed (the kubelet fails them); nothing else may go wrong.
+  expect_job_invariants("stranded", /*pods_may_fail=*/true);
+}
+
+}  // namespace
+}  // namespace depl::e2e
