@@ -197,27 +197,33 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", args->request.data_dir, "directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   cmd->add_option("-o,--output", args->output_path, "write the YAML to this file (default stdout)");
-  cmd->add_flag("--in-cluster", args->in_cluster,
+  cmd->add_option("--plot", args->plot_path,
+                  "write an SVG of the measured curves and the fitted model to this file");
+  CLI::Option* in_cluster = cmd->add_flag("--in-cluster", args->in_cluster,
                 "run every training as a pod (restartPolicy Never) of --image in the cluster "
                 "instead of in this process; --data-dir is then the path inside the pods");
   cmd->add_option("--kubeconfig", args->cluster.kubeconfig,
-                  "--in-cluster: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)");
+                  "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+      ->needs(in_cluster);
   cmd->add_option("--context", args->cluster.context,
-                  "--in-cluster: kubeconfig context (default: current)");
+                  "kubeconfig context (default: current)")
+      ->needs(in_cluster);
   cmd->add_option("-n,--namespace", args->cluster.namespace_,
-                  "--in-cluster: namespace of the pods (default: the context's, else \"default\")");
+                  "namespace of the pods (default: the context's, else \"default\")")
+      ->needs(in_cluster);
   cmd->add_option("--image", args->pods.image,
-                  "--in-cluster: image whose entrypoint is depl-reference-worker")
-      ->capture_default_str();
-  cmd->add_option("--parallel", args->pods.parallel, "--in-cluster: pods running at once")
-      ->capture_default_str();
+                  "image whose entrypoint is depl-reference-worker")
+      ->capture_default_str()
+      ->needs(in_cluster);
+  cmd->add_option("--parallel", args->pods.parallel, "pods running at once")
+      ->capture_default_str()
+      ->needs(in_cluster);
   cmd->add_option("--checkpoint-volume", args->pods.checkpoint_claim,
-                  "--in-cluster: PersistentVolumeClaim the two pods of a switch run share its "
+                  "PersistentVolumeClaim the two pods of a switch run share its "
                   "checkpoint on (mounted at /depl-profile; ReadWriteMany, or ReadWriteOnce with "
                   "one node). Default: a hostPath directory, shared only by pods on one node (the "
-                  "dev cluster's pods are local processes, so it works there)");
-  cmd->add_option("--plot", args->plot_path,
-                  "write an SVG of the measured curves and the fitted model to this file");
+                  "dev cluster's pods are local processes, so it works there)")
+      ->needs(in_cluster);
   cmd->callback([args, &exit_code, cmd] {
     std::string line = "kubectl-depl profile";
     for (const CLI::Option* option : cmd->get_options()) {

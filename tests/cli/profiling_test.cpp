@@ -386,6 +386,10 @@ TEST(ProfileCommand, BadFlagsAreBadInput) {
   auto data = testing::run_process(kBinary, {"profile", "--data-dir", "/nonexistent/fmnist"});
   EXPECT_EQ(data.exit_code, 2);
   EXPECT_THAT(data.err, HasSubstr("--data-dir /nonexistent/fmnist: no such directory"));
+  // The cluster's flags mean nothing without --in-cluster: say so rather than ignore them.
+  auto cluster = testing::run_process(kBinary, {"profile", "--parallel", "2"});
+  EXPECT_EQ(cluster.exit_code, 2);
+  EXPECT_THAT(cluster.out + cluster.err, HasSubstr("--parallel requires --in-cluster"));
 }
 
 }  // namespace
