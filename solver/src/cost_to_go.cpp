@@ -51,30 +51,55 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
     }
   }
 
-  for (int s = switch_levels_ - 1; s >= 0; --s) {
+  // Where an epoch (kGoal: none needed; kStays: it does not lower the mean) and a switch lead
+  // from each cell: the same on every switch level, so computed once.
+  constexpr int kGoal = -3, kStays = -2;
+  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
+  std::vector<int> stay(nv * row, kStays);
+  std::vector<std::vector<int>> after(nv);
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (data.pareto[v].empty()) continue;
+    const VariantDynamics& d = data.dynamics[v];
+    after[v].assign(edges[v].size() * row, 0);
     for (int i = 0; i <= cells_; ++i) {
       const double m = low_ + i * step_;
+      int& to = stay[v * row + static_cast<std::size_t>(i)];
+      if (m <= goal_mean[v]) {
+        to = kGoal;
+        continue;
+      }
+      const double next = d.floor + (m - d.floor) * d.rho;
+      if (next < m) {
+        const int j = cell_below(next);
+        to = j < 0 ? -1 : std::min(j, i - 1 < 0 ? 0 : i - 1);
+      }
+      for (std::size_t k = 0; k < edges[v].size(); ++k) {
+        const SwitchEdge& e = edges[v][k];
+        const VariantDynamics& dw = data.dynamics[e.to];
+        const double landing = dw.floor + (m + e.jump - dw.floor) * dw.rho;
+        const int j = cell_below(landing);
+        after[v][k * row + static_cast<std::size_t>(i)] = j < 0 ? -1 : std::min(j, cells_);
+      }
+    }
+  }
+
+  for (int s = switch_levels_ - 1; s >= 0; --s) {
+    for (int i = 0; i <= cells_; ++i) {
       for (std::size_t v = 0; v < nv; ++v) {
         if (data.pareto[v].empty()) continue;
-        const VariantDynamics& d = data.dynamics[v];
         double& h = at(v, s, i);
-        if (m <= goal_mean[v]) {
+        const int to = stay[v * row + static_cast<std::size_t>(i)];
+        if (to == kGoal) {
           h = 0;
           continue;
         }
         double best = kInf;
-        const double next = d.floor + (m - d.floor) * d.rho;
-        if (next < m) {
-          const int j = cell_below(next);
-          best = epoch_min[v] + (j < 0 ? 0.0 : at(v, s, std::min(j, i - 1 < 0 ? 0 : i - 1)));
-        }
+        if (to != kStays) best = epoch_min[v] + (to < 0 ? 0.0 : at(v, s, to));
         if (s + 1 < switch_levels_) {
-          for (const SwitchEdge& e : edges[v]) {
-            const VariantDynamics& dw = data.dynamics[e.to];
-            const double after = dw.floor + (m + e.jump - dw.floor) * dw.rho;
-            const int j = cell_below(after);
-            const double rest = j < 0 ? 0.0 : at(e.to, s + 1, std::min(j, cells_));
-            best = std::min(best, e.fixed + rest);
+          for (std::size_t k = 0; k < edges[v].size(); ++k) {
+            const int j = after[v][k * row + static_cast<std::size_t>(i)];
+            const double rest = j < 0 ? 0.0 : at(edges[v][k].to, s + 1, j);
+            best = std::min(best, edges[v][k].fixed + rest);
           }
         }
         h = best;
