@@ -192,6 +192,9 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
   auto jobs = informer(job_resource(), config.watch_namespace);
   PlacementLine line;
+  // What the caches keep: no managedFields anywhere (nothing here reads them), and of pods only
+  // what placement and the reconciler read (trim_cached_pod drops managedFields too).
+  jobs->set_transform(kube::strip_managed_fields);
   jobs->add_handlers(line.handlers());  // before the controller's handlers (see PlacementLine)
   auto pods = informer(resources::pods(), "");
   pods->set_transform(trim_cached_pod);
@@ -202,6 +205,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto secrets = informer(resources::secrets(), config.watch_namespace, managed);
   auto config_maps =
       informer(resources::config_maps(), catalog_ns, "", "metadata.name=depl-gpu-catalog");
+  for (kube::Informer* i : {nodes.get(), services.get(), secrets.get(), config_maps.get()})
+    i->set_transform(kube::strip_managed_fields);
   std::vector<kube::Informer*> all = {jobs.get(),     pods.get(),    nodes.get(),
                                       services.get(), secrets.get(), config_maps.get()};
 

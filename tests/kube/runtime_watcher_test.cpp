@@ -449,5 +449,18 @@ TEST(InformerTest, TransformRewritesListedWatchedAndDeletedObjects) {
   EXPECT_EQ((*b)["metadata"]["resourceVersion"], "102");
 }
 
+TEST(InformerTest, StripManagedFieldsKeepsEverythingElse) {
+  json object = pod("ns", "a", "100");
+  object["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  object["spec"] = {{"nodeName", "n1"}};
+  json expected = object;
+  expected["metadata"].erase("managedFields");
+  strip_managed_fields(object);
+  EXPECT_EQ(object, expected);
+  json odd = "not an object";
+  strip_managed_fields(odd);  // left alone, no throw
+  EXPECT_EQ(odd, "not an object");
+}
+
 }  // namespace
 }  // namespace depl::kube

@@ -15,6 +15,12 @@ void Informer::add_handlers(ResourceEventHandlers handlers) {
   handlers_.push_back(std::move(handlers));
 }
 
+void strip_managed_fields(nlohmann::json& object) {
+  if (!object.is_object()) return;
+  auto meta = object.find("metadata");
+  if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
+}
+
 void Informer::set_transform(ObjectTransform transform) {
   transform_ = std::move(transform);
 }

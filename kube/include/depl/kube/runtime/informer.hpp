@@ -31,6 +31,11 @@ struct ResourceEventHandlers {
 // object.
 using ObjectTransform = std::function<void(nlohmann::json& object)>;
 
+// The transform most caches want (controller-runtime's TransformStripManagedFields): drops
+// metadata.managedFields, which only server-side apply reads and which can outweigh the rest of
+// an object. An update sent without managedFields leaves the server's unchanged.
+void strip_managed_fields(nlohmann::json& object);
+
 class Informer {
  public:
   // The client, clock and random source must outlive the informer.
