@@ -7,10 +7,10 @@
 #include <unistd.h>
 #include <csignal>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <atomic>
 #include <memory>
 
 #include <fmt/format.h>
@@ -41,7 +41,9 @@ struct ProfileArgs {
 
 // Ctrl-C during --in-cluster: the executor sees it at its next poll and deletes its pods.
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+}
 
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> out;
@@ -199,24 +201,30 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", args->output_path, "write the YAML to this file (default stdout)");
   cmd->add_option("--plot", args->plot_path,
                   "write an SVG of the measured curves and the fitted model to this file");
-  CLI::Option* in_cluster = cmd->add_flag("--in-cluster", args->in_cluster,
-                "run every training as a pod (restartPolicy Never) of --image in the cluster "
-                "instead of in this process; --data-dir is then the path inside the pods");
+  CLI::Option* in_cluster =
+      cmd->add_flag("--in-cluster", args->in_cluster,
+                    "run every training as a pod (restartPolicy Never) of --image in the cluster "
+                    "instead of in this process; --data-dir is then the path inside the pods");
   cmd->add_option("--kubeconfig", args->cluster.kubeconfig,
                   "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
       ->needs(in_cluster);
-  cmd->add_option("--context", args->cluster.context,
-                  "kubeconfig context (default: current)")
+  cmd->add_option("--context", args->cluster.context, "kubeconfig context (default: current)")
       ->needs(in_cluster);
   cmd->add_option("-n,--namespace", args->cluster.namespace_,
                   "namespace of the pods (default: the context's, else \"default\")")
       ->needs(in_cluster);
-  cmd->add_option("--image", args->pods.image,
-                  "image whose entrypoint is depl-reference-worker")
+  cmd->add_option("--image", args->pods.image, "image whose entrypoint is depl-reference-worker")
       ->capture_default_str()
       ->needs(in_cluster);
   cmd->add_option("--parallel", args->pods.parallel, "pods running at once")
       ->capture_default_str()
+      ->needs(in_cluster);
+  cmd->add_option_function<int>(
+         "--pod-start-timeout",
+         [args](int seconds) { args->pods.start_timeout = std::chrono::seconds(seconds); },
+         "seconds a pod may stay Pending before the profile fails (0: wait for ever)")
+      ->default_str("600")
+      ->check(CLI::NonNegativeNumber)
       ->needs(in_cluster);
   cmd->add_option("--checkpoint-volume", args->pods.checkpoint_claim,
                   "PersistentVolumeClaim the two pods of a switch run share its "

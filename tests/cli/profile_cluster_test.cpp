@@ -232,6 +232,35 @@ TEST_F(ProfileOnDevCluster, AFailedPodIsAnErrorWithTheEndOfItsLog) {
   EXPECT_THAT(profiling_pods_left(), ::testing::IsEmpty());
 }
 
+// No node can take the pods (all NotReady): the profile does not wait for ever, it fails after
+// --pod-start-timeout naming the pod and the scheduler's reason, and deletes its pods.
+TEST_F(ProfileOnDevCluster, APodThatCannotBeScheduledTimesOut) {
+  auto nodes = cluster_->store().list({"", "v1", "nodes", "", "", ""}, {});
+  ASSERT_FALSE(nodes.body["items"].empty());
+  for (const json& node : nodes.body["items"]) {
+    auto lost = cluster_->set_node_ready(node["metadata"]["name"], false);
+    ASSERT_TRUE(lost) << lost.error().message;
+  }
+  std::vector<std::string> args = {"--variants",
+                                   "eighth",
+                                   "--runs",
+                                   "2",
+                                   "--epochs",
+                                   "3",
+                                   "--samples",
+                                   "300",
+                                   "--seed",
+                                   "5",
+                                   "--pod-start-timeout",
+                                   "1"};
+  auto got = profile(args, true);
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.err, HasSubstr(": training eighth: pod depl-profile-eighth-n300-s"));
+  EXPECT_THAT(got.err, HasSubstr(" is still Pending after 1 s (Unschedulable: "));
+  EXPECT_THAT(got.err, HasSubstr("--pod-start-timeout"));
+  EXPECT_THAT(profiling_pods_left(), ::testing::IsEmpty());
+}
+
 // Ctrl-C while pods run: they are deleted before the command exits 130.
 TEST_F(ProfileOnDevCluster, InterruptDeletesThePods) {
   devcluster::testing::Subprocess command(

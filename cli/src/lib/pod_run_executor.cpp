@@ -161,6 +161,7 @@ class PodBatch {
     }
     created_.insert(name);
     in_flight_.emplace(name, s);
+    created_at_[name] = std::chrono::steady_clock::now();
     return {};
   }
 
@@ -197,6 +198,24 @@ class PodBatch {
         return error(fmt::format("{}: pod {} cannot start its container: {}: {} (--image {})", what,
                                  name, reason, text(waiting, "message"), o_.image));
       }
+    }
+    const auto since = created_at_.find(name);
+    if ((phase.empty() || phase == "Pending") && o_.start_timeout.count() > 0 &&
+        since != created_at_.end() &&
+        std::chrono::steady_clock::now() - since->second >= o_.start_timeout) {
+      std::string why = "not scheduled yet";
+      for (const json& c : member(status, "conditions", json::array())) {
+        if (text(c, "type") == "PodScheduled" && text(c, "status") == "False") {
+          why = fmt::format("{}: {}", text(c, "reason"), text(c, "message"));
+        }
+      }
+      if (!text(member(pod, "spec"), "nodeName").empty() && why == "not scheduled yet") {
+        why = "scheduled, its container not started";
+      }
+      return error(
+          fmt::format("{}: pod {} is still Pending after {} s ({}); see kubectl describe "
+                      "pod -n {} {} (--pod-start-timeout)",
+                      what, name, o_.start_timeout.count(), why, o_.namespace_, name));
     }
     return false;
   }
@@ -247,6 +266,7 @@ class PodBatch {
   std::deque<Step> pending_;
   std::map<std::string, Step> in_flight_;
   std::set<std::string> created_;  // not yet deleted
+  std::map<std::string, std::chrono::steady_clock::time_point> created_at_;
 };
 
 }  // namespace

@@ -38,6 +38,9 @@ struct PodRunOptions {
   std::string checkpoint_host_dir;
   std::string session;  // value of kProfileSessionLabel: this profile's pods
   std::chrono::milliseconds poll_interval{500};
+  // A pod still Pending this long after it was created (unschedulable, or its image still
+  // pulling) is an error that names it and says why; 0 waits for ever.
+  std::chrono::seconds start_timeout{600};
   // Set (e.g. by a SIGINT handler) to stop: the pods are deleted and execute() fails.
   const std::atomic<bool>* cancelled = nullptr;
 };
