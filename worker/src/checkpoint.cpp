@@ -160,8 +160,10 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
   c.velocity.resize(velocity_count);
   const char* data = bytes.data() + 16 + header_size;
   std::memcpy(c.parameters.values().data(), data, parameter_count * sizeof(float));
-  std::memcpy(c.velocity.data(), data + parameter_count * sizeof(float),
-              velocity_count * sizeof(float));
+  if (velocity_count > 0) {  // memcpy from or to a null pointer is undefined, even for 0 bytes
+    std::memcpy(c.velocity.data(), data + parameter_count * sizeof(float),
+                velocity_count * sizeof(float));
+  }
   if (crc_of(c.parameters.values(), c.velocity) != crc) {
     return fail("CRC-32 mismatch: the payload is corrupt");
   }
