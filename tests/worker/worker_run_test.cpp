@@ -94,6 +94,15 @@ TEST(WorkerRun, TwoRanksMatchOneRank) {
   std::ostringstream single_out;
   ASSERT_TRUE(run_worker(small_run(dir), single_out));
 
+  // Both configurations are made before the ranks start: small_run() writes the shards file,
+  // which a running rank reads.
+  WorkerConfig c0 = small_run(dir);
+  c0.world_size = 2;
+  c0.rank = 0;
+  c0.master_port = 0;
+  WorkerConfig c1 = small_run(dir);
+  c1.world_size = 2;
+  c1.rank = 1;
   std::promise<std::uint16_t> port;
   auto port_future = port.get_future();
   std::ostringstream out0;
@@ -101,20 +110,22 @@ TEST(WorkerRun, TwoRanksMatchOneRank) {
   std::string error0;
   std::string error1;
   std::thread rank0([&] {
-    WorkerConfig c = small_run(dir);
-    c.world_size = 2;
-    c.rank = 0;
-    c.master_port = 0;
-    c.on_listening = [&](std::uint16_t p) { port.set_value(p); };
-    auto r = run_worker(c, out0);
+    bool listened = false;
+    c0.on_listening = [&](std::uint16_t p) {
+      listened = true;
+      port.set_value(p);
+    };
+    auto r = run_worker(c0, out0);
     if (!r) error0 = r.error().message;
+    if (!listened) port.set_value(0);  // rank 1 must not wait for ever
   });
   std::thread rank1([&] {
-    WorkerConfig c = small_run(dir);
-    c.world_size = 2;
-    c.rank = 1;
-    c.master_port = port_future.get();
-    auto r = run_worker(c, out1);
+    c1.master_port = port_future.get();
+    if (c1.master_port == 0) {
+      error1 = "rank 0 stopped before it listened";
+      return;
+    }
+    auto r = run_worker(c1, out1);
     if (!r) error1 = r.error().message;
   });
   rank0.join();
