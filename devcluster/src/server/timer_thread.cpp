@@ -45,7 +45,10 @@ void TimerThread::run() {
     }
     auto first = pending_.begin();
     if (first->first > Clock::now()) {
-      changed_.wait_until(lock, first->first);
+      // A copy: wait_until reads the deadline again after waking, when cancel() or the
+      // destructor may have erased the entry it came from (ASan: heap-use-after-free).
+      const Clock::time_point deadline = first->first;
+      changed_.wait_until(lock, deadline);
       continue;
     }
     auto fn = std::move(first->second.second);
