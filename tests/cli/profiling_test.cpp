@@ -348,7 +348,9 @@ TEST_F(ProfileReferenceWorker, ExampleJobCarriesWhatTheCommandMeasures) {
   const std::string example = std::string(DEPL_SOURCE_DIR) + "/examples/fashion-mnist/job.yaml";
   auto job = yaml_to_json(read_text(example), example);
   ASSERT_TRUE(job) << job.error().message;
-  auto got = testing::run_process(kBinary, {"profile", "--variants", "quarter,eighth"});
+  // Six real trainings: about 7 s in a Release build, over a minute under ASan.
+  auto got = testing::run_process(kBinary, {"profile", "--variants", "quarter,eighth"},
+                                  std::chrono::minutes(5));
   ASSERT_EQ(got.exit_code, 0) << got.err;
   auto measured = yaml_to_json(got.out);
   ASSERT_TRUE(measured) << measured.error().message;

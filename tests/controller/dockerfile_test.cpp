@@ -101,6 +101,12 @@ TEST(Dockerfile, RuntimeStageInstallsExactlyThePackagesOfTheControllersLibraries
     needed.insert(package);
   }
   ASSERT_FALSE(needed.empty());
+  for (const auto& p : needed) {
+    if (p.starts_with("libasan") || p.starts_with("libubsan") || p.starts_with("libtsan")) {
+      GTEST_SKIP() << "a sanitizer build (the binary needs " << p
+                   << "): the image ships a Release build, check that one";
+    }
+  }
   auto dockerfile = read_text(kRepo / "Dockerfile");
   ASSERT_TRUE(dockerfile) << dockerfile.error().message;
   std::string listed;
