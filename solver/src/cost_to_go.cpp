@@ -1,26 +1,44 @@
 #include "cost_to_go.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace depl::solver::internal {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kStays = -2;
+
+// The second table's variance floor, as a fraction of s*. Most states a search settles have run
+// long enough for their variance to be close to s* (measured on the target instances: 0.9 or
+// 0.98 prune a little less, more levels save few states for the time they take to build).
+constexpr double kUpperLevel = 0.95;
+
+}  // namespace
 
 CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const Weights& weights,
-                   double mean_low, double mean_high, int cells)
-    : low_(mean_low), cells_(cells), switch_levels_(ctx.max_switches() + 1) {
+                   double mean_low, double mean_high, int cells, Memory& memory)
+    : low_(mean_low),
+      cells_(cells),
+      switch_levels_(ctx.max_switches() + 1),
+      variants_(ctx.problem->models.size()),
+      target_loss_(ctx.problem->target.loss),
+      kappa_(ctx.kappa),
+      dynamics_(data.dynamics),
+      memory_(memory) {
   const Problem& problem = *ctx.problem;
-  const std::size_t nv = problem.models.size();
+  const std::size_t nv = variants_;
   step_ = mean_high > mean_low ? (mean_high - mean_low) / cells : 1.0;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  table_.assign(nv * static_cast<std::size_t>(switch_levels_) * static_cast<std::size_t>(cells + 1),
-                kInf);
+  placeable_.resize(nv);
+  for (std::size_t v = 0; v < nv; ++v) placeable_[v] = !data.pareto[v].empty();
 
   // Cheapest epoch and cheapest fixed part (startup + switch overhead, no staging) per variant.
-  std::vector<double> epoch_min(nv, kInf);
+  epoch_min_.assign(nv, kInf);
   std::vector<double> fixed_rate_min(nv, kInf), fixed_time_min(nv, kInf);
   for (std::size_t v = 0; v < nv; ++v) {
     for (const Placement& p : data.pareto[v]) {
-      epoch_min[v] = std::min(epoch_min[v], weights.of(p.rate, p.epoch_seconds));
+      epoch_min_[v] = std::min(epoch_min_[v], weights.of(p.rate, p.epoch_seconds));
       fixed_rate_min[v] =
           std::min(fixed_rate_min[v], weights.cost_weight * p.rate + weights.time_weight);
       fixed_time_min[v] = std::min(fixed_time_min[v], problem.pools[p.pool].startup_seconds);
@@ -30,79 +48,163 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
   auto fixed_min = [&](std::size_t v, double tau) {
     return fixed_rate_min[v] * (fixed_time_min[v] + tau);
   };
-
-  // Per variant, computed once rather than per cell (the same expressions, so the same bits):
-  // the mean at or below which the bound is 0, and the allowed switches out of it.
-  struct SwitchEdge {
-    std::size_t to = 0;
-    double jump = 0;
-    double fixed = 0;  // fixed part of the switch plus the next variant's first epoch
-  };
-  std::vector<double> goal_mean(nv);
-  std::vector<std::vector<SwitchEdge>> edges(nv);
+  edges_.resize(nv);
   for (std::size_t v = 0; v < nv; ++v) {
-    goal_mean[v] =
-        problem.target.loss - ctx.kappa * std::sqrt(data.dynamics[v].noise_variance) + 1e-12;
     for (std::size_t w = 0; w < nv; ++w) {
       const int sw = ctx.switch_index[v][w];
-      if (sw == kNone || data.pareto[w].empty()) continue;
+      if (sw == kNone || !placeable_[w]) continue;
       const Switch& swi = problem.switching[static_cast<std::size_t>(sw)];
-      edges[v].push_back({w, swi.jump_mean, fixed_min(w, swi.overhead_seconds) + epoch_min[w]});
+      edges_[v].push_back({w, swi.jump_mean, fixed_min(w, swi.overhead_seconds) + epoch_min_[w]});
     }
   }
 
-  // Where an epoch (kGoal: none needed; kStays: it does not lower the mean) and a switch lead
-  // from each cell: the same on every switch level, so computed once.
-  constexpr int kGoal = -3, kStays = -2;
+  // Where an epoch and a switch lead from each cell: the same on every switch level and at every
+  // variance level, so computed once.
   const std::size_t row = static_cast<std::size_t>(cells_ + 1);
-  std::vector<int> stay(nv * row, kStays);
-  std::vector<std::vector<int>> after(nv);
+  std::vector<int>& stay_ = memory_.stay;
+  std::vector<std::vector<int>>& after_ = memory_.after;
+  stay_.assign(nv * row, kStays);
+  if (after_.size() < nv) after_.resize(nv);
+  // Both move up with the cell, so each is a walk rather than a division per cell: the highest
+  // cell (at most cells_) whose lowest mean is at or below the value, -1 below the grid.
+  auto walk = [&](int& j, double value) {
+    while (j < cells_ && low_ + (j + 1) * step_ <= value) ++j;
+    return j;
+  };
   for (std::size_t v = 0; v < nv; ++v) {
-    if (data.pareto[v].empty()) continue;
-    const VariantDynamics& d = data.dynamics[v];
-    after[v].assign(edges[v].size() * row, 0);
+    if (!placeable_[v]) continue;
+    const VariantDynamics& d = dynamics_[v];
+    int* stay_row = stay_.data() + v * row;
+    int next_cell = -1;
     for (int i = 0; i <= cells_; ++i) {
       const double m = low_ + i * step_;
-      int& to = stay[v * row + static_cast<std::size_t>(i)];
-      if (m <= goal_mean[v]) {
-        to = kGoal;
-        continue;
-      }
       const double next = d.floor + (m - d.floor) * d.rho;
-      if (next < m) {
-        const int j = cell_below(next);
-        to = j < 0 ? -1 : std::min(j, i - 1 < 0 ? 0 : i - 1);
-      }
-      for (std::size_t k = 0; k < edges[v].size(); ++k) {
-        const SwitchEdge& e = edges[v][k];
-        const VariantDynamics& dw = data.dynamics[e.to];
-        const double landing = dw.floor + (m + e.jump - dw.floor) * dw.rho;
-        const int j = cell_below(landing);
-        after[v][k * row + static_cast<std::size_t>(i)] = j < 0 ? -1 : std::min(j, cells_);
+      const int j = walk(next_cell, next);
+      if (next < m) stay_row[i] = j < 0 ? -1 : std::min(j, i - 1 < 0 ? 0 : i - 1);
+    }
+    after_[v].assign(edges_[v].size() * row, 0);
+    for (std::size_t k = 0; k < edges_[v].size(); ++k) {
+      const SwitchEdge& e = edges_[v][k];
+      const VariantDynamics& dw = dynamics_[e.to];
+      int* after_row = after_[v].data() + k * row;
+      int landing_cell = -1;
+      for (int i = 0; i <= cells_; ++i) {
+        const double m = low_ + i * step_;
+        after_row[i] = walk(landing_cell, dw.floor + (m + e.jump - dw.floor) * dw.rho);
       }
     }
   }
 
-  for (int s = switch_levels_ - 1; s >= 0; --s) {
+  // s*: the least stationary variance. An epoch of variant v leaves rho_v^2 s + sigma_v^2 >=
+  // min(s, s*), so a variance at least c <= s* stays at least c.
+  stationary_ = kInf;
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (!placeable_[v]) continue;
+    const double keep = dynamics_[v].rho * dynamics_[v].rho;
+    if (keep < 1) stationary_ = std::min(stationary_, dynamics_[v].noise_variance / (1 - keep));
+  }
+  horizon_ = std::max(ctx.horizon(), 0);
+
+  std::vector<Level>& levels = memory_.levels;
+  levels.resize(2);
+  levels[0].variance = 0;
+  levels[0].built = false;
+  // A hair below the level keeps rounding in the bound's favour.
+  levels[1].variance = kUpperLevel * stationary_ * (1 - 1e-9);
+  levels[1].built = false;
+  upper_ = kappa_ > 0 && std::isfinite(stationary_) && stationary_ > 0;
+  build(levels[0], true);
+}
+
+void CostToGo::build(Level& level, bool with_epochs) const {
+  const std::size_t nv = variants_;
+  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
+  level.built = true;
+  const std::vector<int>& stay_ = memory_.stay;
+  const std::vector<std::vector<int>>& after_ = memory_.after;
+  level.weight.assign(nv * static_cast<std::size_t>(switch_levels_) * row, kInf);
+  level.epochs.assign(with_epochs ? level.weight.size() : 0, kNever);
+  // The last phase exactly: from a state of variant v at a cell's lowest mean, with a variance
+  // of at least b = max(c, sigma_v^2), the fewest further epochs of v after which
+  // mean + kappa * sqrt(variance) <= L* (the variance moves towards v's stationary value as
+  // well). Fewer epochs never suffice from a higher mean, so one sweep over the cells.
+  std::vector<int>& last = memory_.last;
+  last.assign(nv * row, kNever);
+  std::vector<double> decay(static_cast<std::size_t>(horizon_) + 1);
+  std::vector<double> spread(decay.size());
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (!placeable_[v]) continue;
+    const VariantDynamics& d = dynamics_[v];
+    double a = 1;
+    double variance = std::max(level.variance, d.noise_variance);
+    for (std::size_t t = 0; t < decay.size(); ++t) {
+      decay[t] = a;
+      spread[t] = kappa_ * std::sqrt(variance);
+      a *= d.rho;
+      variance = d.rho * d.rho * variance + d.noise_variance;
+    }
+    // The slack keeps the closed form's rounding from ever deciding against a plan.
+    const double target = target_loss_ + 1e-12 + 1e-9 * std::max(1.0, std::abs(target_loss_));
+    std::size_t t = 0;
     for (int i = 0; i <= cells_; ++i) {
-      for (std::size_t v = 0; v < nv; ++v) {
-        if (data.pareto[v].empty()) continue;
-        double& h = at(v, s, i);
-        const int to = stay[v * row + static_cast<std::size_t>(i)];
-        if (to == kGoal) {
-          h = 0;
-          continue;
-        }
+      const double m = low_ + i * step_;
+      while (t < decay.size() && d.floor + (m - d.floor) * decay[t] + spread[t] > target) ++t;
+      if (t == decay.size()) break;  // this cell and every higher one: not within the horizon
+      last[v * row + static_cast<std::size_t>(i)] = static_cast<int>(t);
+    }
+  }
+  // Two bounds per state: with a switch still to come (`later`: epochs of v, then a switch; the
+  // state forgets its variance there, so staying never leads to the last phase's test), and
+  // overall (the last phase now, or a switch later).
+  std::vector<double>& later = memory_.later;
+  std::vector<int>& later_epochs = memory_.later_epochs;
+  later.assign(level.weight.size(), kInf);
+  later_epochs.assign(level.epochs.size(), kNever);
+  // Switch level by level from the top; within one, a variant's cells from the bottom (an epoch
+  // only leads to a lower cell, a switch to the level above).
+  for (int s = switch_levels_ - 1; s >= 0; --s) {
+    const bool can_switch = s + 1 < switch_levels_;
+    for (std::size_t v = 0; v < nv; ++v) {
+      if (!placeable_[v]) continue;
+      const std::size_t base = slot(v, s, 0);
+      const int* stay_row = stay_.data() + v * row;
+      const int* last_row = last.data() + v * row;
+      double* weight = level.weight.data() + base;
+      double* later_weight = later.data() + base;
+      const double epoch = epoch_min_[v];
+      const std::vector<SwitchEdge>& edges = edges_[v];
+      for (int i = 0; i <= cells_; ++i) {
+        const int to = stay_row[i];
         double best = kInf;
-        if (to != kStays) best = epoch_min[v] + (to < 0 ? 0.0 : at(v, s, to));
-        if (s + 1 < switch_levels_) {
-          for (std::size_t k = 0; k < edges[v].size(); ++k) {
-            const int j = after[v][k * row + static_cast<std::size_t>(i)];
-            const double rest = j < 0 ? 0.0 : at(edges[v][k].to, s + 1, j);
-            best = std::min(best, edges[v][k].fixed + rest);
+        if (to != kStays) best = epoch + (to < 0 ? 0.0 : later_weight[to]);
+        if (can_switch) {
+          for (std::size_t k = 0; k < edges.size(); ++k) {
+            const int j = after_[v][k * row + static_cast<std::size_t>(i)];
+            const double rest = j < 0 ? 0.0 : level.weight[slot(edges[k].to, s + 1, j)];
+            best = std::min(best, edges[k].fixed + rest);
           }
         }
-        h = best;
+        later_weight[i] = best;
+        const int end = last_row[i];
+        weight[i] = std::min(best, end < kNever ? end * epoch : kInf);
+      }
+      if (!with_epochs) continue;
+      // The same with one per epoch.
+      int* epochs = level.epochs.data() + base;
+      int* later_count = later_epochs.data() + base;
+      for (int i = 0; i <= cells_; ++i) {
+        const int to = stay_row[i];
+        int fewest = kNever;
+        if (to != kStays) fewest = to < 0 ? 1 : std::min(kNever, later_count[to] + 1);
+        if (can_switch) {
+          for (std::size_t k = 0; k < edges.size(); ++k) {
+            const int j = after_[v][k * row + static_cast<std::size_t>(i)];
+            const int more = j < 0 ? 0 : level.epochs[slot(edges[k].to, s + 1, j)];
+            fewest = std::min(fewest, std::min(kNever, more + 1));
+          }
+        }
+        later_count[i] = fewest;
+        epochs[i] = std::min(fewest, last_row[i]);
       }
     }
   }
@@ -116,10 +218,27 @@ int CostToGo::cell_below(double mean) const {
   return i;
 }
 
-double CostToGo::bound(std::size_t model, int switches, double mean) const {
+double CostToGo::bound(std::size_t model, int switches, double mean, double variance) {
   const int i = cell_below(mean);
   if (i < 0) return 0;
-  return at(model, switches, i);
+  const std::size_t at = slot(model, switches, i);
+  if (upper_ && std::min(variance, stationary_) >= memory_.levels[1].variance) {
+    Level& level = memory_.levels[1];
+    if (!level.built) build(level, false);
+    // A stricter goal never needs less; the max only guards against rounding.
+    return std::max(level.weight[at], memory_.levels[0].weight[at]);
+  }
+  return memory_.levels[0].weight[at];
+}
+
+int CostToGo::epochs(std::size_t model, int switches, double mean) const {
+  const int i = cell_below(mean);
+  if (i < 0) return 0;
+  return memory_.levels[0].epochs[slot(model, switches, i)];
+}
+
+bool CostToGo::upper_built() const {
+  return upper_ && memory_.levels[1].built;
 }
 
 }  // namespace depl::solver::internal

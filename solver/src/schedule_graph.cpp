@@ -7,7 +7,7 @@
 namespace depl::solver::internal {
 namespace {
 
-constexpr int kCostToGoCells = 2048;
+constexpr int kCostToGoCells = 1024;
 
 std::int32_t cell_up(double value, double base, double step) {
   const double raw = std::ceil((value - base) / step);
@@ -71,7 +71,8 @@ ScheduleSearch::ScheduleSearch(const SearchContext& ctx, const SelectionData& da
       data_(data),
       options_(options),
       grid_(make_grid(ctx, data, options.eta)),
-      cost_to_go_(ctx, data, options.weights, grid_.mean_base, grid_.mean_top, kCostToGoCells),
+      cost_to_go_(ctx, data, options.weights, grid_.mean_base, grid_.mean_top, kCostToGoCells,
+                  scratch.bound),
       labels_(scratch.labels),
       queue_(scratch.heap),
       index_(scratch.index),
@@ -163,7 +164,16 @@ void ScheduleSearch::push(Label label) {
   // the heap entries it saves.
   // The bound at the bottom of the label's cell: the same for every label that merges there.
   const double mean_low = grid_.mean_base + (label.mean_cell - 1) * grid_.mean_step;
-  const double h = cost_to_go_.bound(label.model, label.switches, mean_low);
+  // The first phase's labels: a selection (or first variant) that cannot reach the guarantee
+  // within H even in the relaxation is not searched at all. Only there: cutting later labels
+  // would hide from the horizon-exact mode the labels it exists for.
+  if (label.parent == kRoot &&
+      label.epochs + cost_to_go_.epochs(label.model, label.switches, mean_low) > ctx_.horizon()) {
+    return;
+  }
+  // Likewise the variance at the bottom of the label's cell.
+  const double variance_low = std::max(0.0, (label.variance_cell - 1) * grid_.variance_step);
+  const double h = cost_to_go_.bound(label.model, label.switches, mean_low, variance_low);
   if (!std::isfinite(h)) return;  // even the relaxation cannot reach the guarantee from here
   if (label.weight + h > options_.weight_bound) {
     bounded_ = true;

@@ -147,8 +147,8 @@ class ScheduleSearch {
 };
 
 // A solve runs many searches (per dataset selection, weight and mode). Each used to allocate
-// its labels, heap and dominance index afresh and fault the pages in; handing the next search
-// the previous one's buffers removes that cost. Not for use by two searches at once.
+// its labels, heap, dominance index and bound tables afresh and fault the pages in; handing the
+// next search the previous one's buffers removes that cost. Not for use by two searches at once.
 class ScheduleSearch::Scratch {
  private:
   friend class ScheduleSearch;
@@ -156,6 +156,7 @@ class ScheduleSearch::Scratch {
   std::vector<QueueEntry> heap;
   std::vector<DominanceIndex> index;
   std::vector<std::size_t> active_layers;  // entries of `index` the last search used
+  CostToGo::Memory bound;                  // the tables of the search's CostToGo
 };
 
 }  // namespace depl::solver::internal
