@@ -9,6 +9,7 @@
 
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/replan.hpp"
+#include "depl/kube/exec_credentials.hpp"  // parse_rfc3339
 #include "depl/solver/parse.hpp"
 
 namespace depl::controller {
@@ -163,6 +164,7 @@ class Decider {
                       [](const json& o) { return o.value("kind", "") == "Pod"; });
       if (creates_pods || !view_.owned_pods.empty()) decision_.ensure_token_secret = true;
     }
+    if (hold_status_) return std::move(decision_);
     if (pools_known_) remember_pool_figures();
     status_["observedGeneration"] = generation_;
     if (status_ != original_status_) decision_.status = status_;
@@ -347,6 +349,16 @@ class Decider {
       // every job placed, and a thousand waiting jobs would each rewrite their status every
       // time. The controller wakes the next job as soon as one is placed; the requeue is a
       // fallback only (a short one would have every waiting job poll, O(jobs^2) work).
+      if (!original_status_.contains("phase")) {
+        // No status yet: none is written for a wait shorter than waiting_status_after.
+        const auto created = kube::parse_rfc3339(str(job_["metadata"], "creationTimestamp"));
+        const auto show_at = created ? *created + options_.waiting_status_after : view_.now;
+        if (view_.now < show_at) {
+          hold_status_ = true;
+          decision_.requeue_after = std::chrono::ceil<std::chrono::seconds>(show_at - view_.now);
+          return false;
+        }
+      }
       set_phase(phases::kPending, kWaitingForEarlierJobs);
       decision_.requeue_after = std::chrono::seconds(30);
       return false;
@@ -868,6 +880,7 @@ class Decider {
   std::map<std::string, std::string> pool_labels_;
   std::set<std::string> vanished_;  // pools of the plan rebuilt from status.poolFigures
   bool pools_known_ = false;        // full_ holds the cluster's pools
+  bool hold_status_ = false;        // a short wait for its turn: write no status
   double last_solve_seconds_ = 0;
   Decision decision_;
 };

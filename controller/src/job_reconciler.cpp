@@ -159,8 +159,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     kube::DeleteOptions del;
     del.propagation_policy = kube::PropagationPolicy::Background;
     del.precondition_uid = str(job["metadata"], "uid");
-    auto removed =
-        client_.remove(job_resource(), key.namespace_, key.name, del);
+    auto removed = client_.remove(job_resource(), key.namespace_, key.name, del);
     if (!removed && !removed.error().is_not_found()) {
       return finish(unexpected(
           api_failure("deleting the finished job (ttlSecondsAfterFinished)", removed.error())));
@@ -174,9 +173,20 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (d.status) {
     json updated = job;
     updated["status"] = *d.status;
-    auto written = client_.replace_status(job_resource(), updated,
-                                          {options_.field_manager});
+    // A job that takes its turn at placement (a first plan, or "cannot run now") lets the next
+    // job in line plan now, counting this plan's GPUs, while this write is still on its way,
+    // as Kueue's scheduler assumes an admission before writing it: a thousand jobs applied at
+    // once are placed back to back rather than one per write and watch round trip. If the
+    // write fails the line forgets the plan; jobs placed meanwhile counted GPUs that were not
+    // taken, which errs on the safe side.
+    const bool takes_turn = awaits_first_plan(job) && !awaits_first_plan(updated);
+    if (takes_turn) {
+      caches_.line.assume(updated);
+      if (options_.turn_taken) options_.turn_taken();
+    }
+    auto written = client_.replace_status(job_resource(), updated, {options_.field_manager});
     if (!written) {
+      if (takes_turn) caches_.line.forget(job);
       // A conflict means our cache is behind; the watch brings the newer job and we decide again.
       return finish(unexpected(api_failure("writing status", written.error())));
     }

@@ -60,8 +60,11 @@ kube::ResourceEventHandlers PlacementLine::handlers() {
   return h;
 }
 
-void PlacementLine::put(const json& job) {
-  Rank rank = rank_of(job);
+std::string PlacementLine::key_of(const Rank& rank) {
+  return std::get<1>(rank) + "/" + std::get<2>(rank);
+}
+
+PlacementLine::Entry PlacementLine::entry_of(const json& job) {
   Entry entry;
   const json& meta = member(job, "metadata");
   entry.uid = str(meta, "uid");
@@ -82,8 +85,61 @@ void PlacementLine::put(const json& job) {
       entry.gpus = workers * gpus_per_worker(job, str(record, "model"));
     }
   }
-  const std::string key = std::get<1>(rank) + "/" + std::get<2>(rank);
+  return entry;
+}
+
+void PlacementLine::put(const json& job) {
+  Rank rank = rank_of(job);
+  Entry entry = entry_of(job);
   std::lock_guard lock(mutex_);
+  if (auto assumed = assumed_.find(key_of(rank)); assumed != assumed_.end()) {
+    if (assumed->second.uid == entry.uid && entry.awaits_first_plan) {
+      // From before the write the reconciler assumed: remember it (forget() goes back to it)
+      // without undoing the assumption.
+      assumed->second.observed = {std::move(rank), std::move(entry)};
+      return;
+    }
+    assumed_.erase(assumed);  // the informer caught up (or the job was recreated)
+  }
+  put_locked(std::move(rank), std::move(entry));
+}
+
+void PlacementLine::assume(const json& job) {
+  Rank rank = rank_of(job);
+  Entry entry = entry_of(job);
+  if (entry.awaits_first_plan) return;  // nothing to get ahead of the watch for
+  const std::string key = key_of(rank);
+  std::lock_guard lock(mutex_);
+  auto [assumed, first] = assumed_.try_emplace(key);
+  if (first || assumed->second.uid != entry.uid) {
+    assumed->second.uid = entry.uid;
+    assumed->second.observed.reset();
+    if (auto at = by_key_.find(key); at != by_key_.end()) {
+      if (auto old = line_.find(at->second); old != line_.end())
+        assumed->second.observed = {old->first, old->second};
+    }
+  }
+  put_locked(std::move(rank), std::move(entry));
+}
+
+void PlacementLine::forget(const json& job) {
+  const std::string key = key_of(rank_of(job));
+  std::lock_guard lock(mutex_);
+  auto assumed = assumed_.find(key);
+  if (assumed == assumed_.end()) return;  // the informer's version stands
+  std::optional<std::pair<Rank, Entry>> observed = std::move(assumed->second.observed);
+  assumed_.erase(assumed);
+  // Back to what the informer last delivered, not to the reconciler's copy of the job, which
+  // may be older than that (a retry from a cache that had not seen its own earlier write yet).
+  if (observed) {
+    put_locked(std::move(observed->first), std::move(observed->second));
+  } else {
+    put_locked(rank_of(job), entry_of(job));
+  }
+}
+
+void PlacementLine::put_locked(Rank rank, Entry entry) {
+  const std::string key = key_of(rank);
   if (auto old = by_key_.find(key); old != by_key_.end() && old->second != rank) {
     line_.erase(old->second);  // recreated under the same name
     awaiting_.erase(old->second);
@@ -101,6 +157,7 @@ void PlacementLine::remove(const json& job) {
   const json& meta = member(job, "metadata");
   const std::string key = str(meta, "namespace") + "/" + str(meta, "name");
   std::lock_guard lock(mutex_);
+  assumed_.erase(key);
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   line_.erase(it->second);

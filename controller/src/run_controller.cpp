@@ -71,8 +71,7 @@ class ClientJobAccess final : public JobAccess {
   }
 
   Expected<bool> write_status(const json& job) override {
-    auto written =
-        client_.replace_status(job_resource(), job, {"depl-controller"});
+    auto written = client_.replace_status(job_resource(), job, {"depl-controller"});
     if (written) return true;
     if (written.error().is_conflict()) return false;
     return error(written.error().message);
@@ -238,12 +237,11 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto progress_server = HttpServer::start(progress_options, [&](const HttpRequestView& r) {
     // A standby records nothing (its writes are fenced): the worker retries, and the Service
     // sends the retry to a replica at random until it reaches the leader.
-    HttpReply reply = config.leader_elect && !holds_lease()
-                          ? HttpReply{503, "application/json",
-                                      json{{"error",
-                                            "this replica is not the leader; retry the report"}}
-                                          .dump()}
-                          : progress.handle(r);
+    HttpReply reply =
+        config.leader_elect && !holds_lease()
+            ? HttpReply{503, "application/json",
+                        json{{"error", "this replica is not the leader; retry the report"}}.dump()}
+            : progress.handle(r);
     metrics.add("depl_progress_reports_total", {{"code", std::to_string(reply.status)}});
     return reply;
   });
@@ -280,6 +278,11 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
       });
   if (!health_server) return error("--health-addr: " + health_server.error().message);
 
+  options.turn_taken = [&] {
+    if (auto* c = controller_for_progress.load()) {
+      if (auto next = line.next()) c->queue().add(std::move(*next));
+    }
+  };
   JobReconciler reconciler(
       client,
       {jobs->store(), pods->store(), gpus, line, nodes->store(), services->store(),

@@ -200,6 +200,36 @@ TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   EXPECT_FALSE(again.status.has_value() && (*again.status)["phase"] == "Pending");
 }
 
+// One of a burst of jobs applied at once usually gets its turn within moments: it writes no
+// "waiting" status (a thousand such writes would hold back the placements themselves) until it
+// has waited waiting_status_after, and looks again then.
+TEST(JobDecision, AShortWaitForAnEarlierJobWritesNoStatus) {
+  JobView v = view_with_nodes();
+  v.unplanned_earlier_job = "default/older";
+  v.job["metadata"]["creationTimestamp"] = rfc3339(v.now - std::chrono::seconds(2));
+  DecideOptions o = options();
+  o.waiting_status_after = std::chrono::seconds(30);
+  Decision d = decide(v, o);
+  EXPECT_FALSE(d.status.has_value()) << d.status->dump(1);
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_TRUE(d.events.empty());
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_EQ(*d.requeue_after, std::chrono::seconds(28));
+  // Still waiting 30 s after its creation: it says so.
+  v.now += std::chrono::seconds(28);
+  Decision later = decide(v, o);
+  ASSERT_TRUE(later.status.has_value());
+  EXPECT_EQ((*later.status)["phase"], "Pending");
+  EXPECT_NE((*later.status)["message"].get<std::string>().find("created earlier"),
+            std::string::npos);
+  // Its turn within the 30 s: it plans at once.
+  v.now -= std::chrono::seconds(27);
+  v.unplanned_earlier_job.clear();
+  Decision planned = decide(v, o);
+  EXPECT_EQ(condition_status(*planned.status, "Planned"), true);
+  EXPECT_FALSE(planned.create.empty());
+}
+
 TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
   JobView v = view_with_nodes();
   v.job["spec"]["target"].erase("deadlineSeconds");  // either pool can finish the job

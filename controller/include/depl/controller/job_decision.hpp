@@ -46,6 +46,10 @@ struct DecideOptions {
   // promise from the observed loss, or the new plan is cheaper by at least this fraction. Noise
   // alone must not move a job between pools every epoch.
   double replan_min_savings = 0.05;
+  // A job that waits for its turn at placement says so in its status only once it has existed
+  // this long: one of a thousand jobs applied at once usually gets its turn sooner, and a
+  // status write for each would hold back the placements the burst is waiting for.
+  std::chrono::seconds waiting_status_after{30};
   // Measures the solver (seconds); defaults to a steady clock when empty. Injected for tests.
   std::function<double()> seconds_now;
 };
@@ -66,7 +70,7 @@ struct Decision {
   std::optional<nlohmann::json> status;  // the whole new status when it changed
   // Create the progress-token Secret (random token): when the job has or gets pods.
   bool ensure_token_secret = false;
-  std::vector<nlohmann::json> create;    // Pods and Services, in order
+  std::vector<nlohmann::json> create;  // Pods and Services, in order
   std::vector<ObjectToDelete> remove;
   std::vector<EventSpec> events;
   std::optional<std::chrono::seconds> requeue_after;

@@ -22,9 +22,10 @@ namespace depl::controller {
 
 struct JobCaches {
   const kube::Store& jobs;
-  const kube::Store& pods;    // every pod; a job's own found by owner uid
-  const GpuLedger& gpus;      // GPUs the pods of `pods` hold (fed by the same informer)
-  const PlacementLine& line;  // the jobs of `jobs` in creation order (fed by its informer)
+  const kube::Store& pods;  // every pod; a job's own found by owner uid
+  const GpuLedger& gpus;    // GPUs the pods of `pods` hold (fed by the same informer)
+  PlacementLine& line;      // the jobs of `jobs` in creation order (fed by its informer; a first
+                            // plan written is assumed into it at once)
   const kube::Store& nodes;
   const kube::Store& services;     // services the operator manages
   const kube::Store& secrets;      // secrets the operator manages
@@ -36,6 +37,9 @@ struct ReconcilerOptions {
   std::string catalog_namespace = "depl-system";  // where depl-gpu-catalog lives
   std::string catalog_name = "depl-gpu-catalog";
   std::string field_manager = "depl-controller";
+  // Called after a status write that ended a job's wait for its first plan (planned, cannot run
+  // now, invalid), once the line knows: the next job in line may plan now.
+  std::function<void()> turn_taken;
 };
 
 // Records an Event about an object (the runtime's recorder in production).

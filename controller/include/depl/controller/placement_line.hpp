@@ -5,7 +5,12 @@
 // that by scanning every cached job on every reconcile made a burst of jobs cost O(jobs^2) map
 // lookups; here a reconcile reads small structs.
 //
-// Thread-safety: one writer (the informer thread, through the handlers), many readers.
+// A job's first plan is also put in by the reconciler that writes it (assume()), before the
+// write and the watch bring it back: the next job's turn then does not wait for either, and a
+// burst of jobs is placed back to back rather than one per write and watch round trip.
+//
+// Thread-safety: every member takes the line's own lock; writers are the informer thread
+// (through the handlers) and the reconcilers (assume()).
 #pragma once
 
 #include <map>
@@ -15,6 +20,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +43,14 @@ class PlacementLine {
 
   void put(const nlohmann::json& job);
   void remove(const nlohmann::json& job);
+  // `job` with the status the reconciler is writing, which ends its wait for a first plan
+  // (planned, cannot run now, invalid). Until the informer delivers a version of the job that
+  // no longer awaits its first plan, versions that still await it (events from before the
+  // write) are older than this one and are ignored.
+  void assume(const nlohmann::json& job);
+  // The write of an assumed job failed: back to what the informer last delivered for it.
+  // `job` (the reconciler's copy) is used only when the informer delivered nothing.
+  void forget(const nlohmann::json& job);
 
   // "namespace/name" of a job created before `job` that awaits its first plan, or "".
   std::string unplanned_before(const nlohmann::json& job) const;
@@ -57,11 +71,20 @@ class PlacementLine {
     int gpus = 0;      // the phase in force needs (workers x gpusPerWorker)
   };
   static Rank rank_of(const nlohmann::json& job);
+  static std::string key_of(const Rank& rank);  // "namespace/name"
+  static Entry entry_of(const nlohmann::json& job);
+  void put_locked(Rank rank, Entry entry);
 
   mutable std::mutex mutex_;
   std::map<Rank, Entry> line_;
   std::unordered_map<std::string, Rank> by_key_;  // "namespace/name" -> its place in line_
   std::set<Rank> awaiting_;
+  struct Assumption {
+    std::string uid;
+    // What the informer last delivered for the job (restored by forget()).
+    std::optional<std::pair<Rank, Entry>> observed;
+  };
+  std::unordered_map<std::string, Assumption> assumed_;  // by "namespace/name"
 };
 
 }  // namespace depl::controller

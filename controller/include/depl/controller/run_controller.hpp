@@ -32,7 +32,7 @@ struct ControllerConfig {
   // "" = hostname + pid. Also sent in every request's User-Agent, so the API server's audit
   // trail tells the replicas apart.
   std::string identity;
-  int workers = 2;
+  int workers = 4;
   // Client-side request rate limit towards the API server (token bucket; qps <= 0: none).
   // Each job placed costs about 5 + workers writes; 20/s (client-go's controllers) makes a
   // burst of a thousand jobs take minutes, so the default is that of batch schedulers (Kueue).
