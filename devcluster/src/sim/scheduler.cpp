@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "sim/object_cache.hpp"
 #include "sim/scheduling.hpp"
@@ -20,10 +21,29 @@ struct Scheduler::Loop {
 
   explicit Loop(ApiStore& s) : store(s) {}
 
+  // Read in place: this runs for every pod at every change, and json::value() copies.
+  static std::string_view node_name_of(const json& pod) {
+    auto spec = pod.find("spec");
+    if (spec == pod.end() || !spec->is_object()) return {};
+    auto node = spec->find("nodeName");
+    return node != spec->end() && node->is_string()
+               ? std::string_view(node->get_ref<const std::string&>())
+               : std::string_view();
+  }
+  static std::string_view meta_string(const json& object, const char* key) {
+    auto meta = object.find("metadata");
+    if (meta == object.end() || !meta->is_object()) return {};
+    auto it = meta->find(key);
+    return it != meta->end() && it->is_string()
+               ? std::string_view(it->get_ref<const std::string&>())
+               : std::string_view();
+  }
+
   static bool pending(const json& pod) {
-    const auto& spec = pod.value("spec", json::object());
-    return spec.value("nodeName", "").empty() && !pod["metadata"].contains("deletionTimestamp") &&
-           !pod_is_terminal(pod);
+    auto meta = pod.find("metadata");
+    const bool deleting =
+        meta != pod.end() && meta->is_object() && meta->contains("deletionTimestamp");
+    return node_name_of(pod).empty() && !deleting && !pod_is_terminal(pod);
   }
 
   static json with_condition(const json& pod, json condition) {
@@ -57,35 +77,44 @@ struct Scheduler::Loop {
     return nullptr;
   }
 
-  void schedule_pending() {
-    std::vector<json> node_list;
-    for (const auto& [key, node] : nodes.objects()) node_list.push_back(node);
+  // The nodes as choose_node takes them, copied again only when a node changed.
+  std::vector<json> node_list;
+
+  void schedule_pending(bool nodes_changed) {
+    if (nodes_changed) {
+      node_list.clear();
+      for (const auto& [key, node] : nodes.objects()) node_list.push_back(node);
+    }
     std::map<std::string, PodResources> used;
-    std::vector<const json*> waiting;
+    struct Waiting {
+      std::string_view created;
+      const std::string* key;
+      const json* pod;
+    };
+    std::vector<Waiting> waiting;
     for (const auto& [key, pod] : pods.objects()) {
-      const std::string node = pod.value("spec", json::object()).value("nodeName", "");
+      const std::string_view node = node_name_of(pod);
       if (!node.empty()) {
         if (pod_is_terminal(pod)) continue;
         const auto r = pod_requests(pod);
-        auto& u = used[node];
+        auto& u = used[std::string(node)];
         u.cpu += r.cpu;
         u.memory += r.memory;
         u.gpu += r.gpu;
         u.pods += 1;
       } else if (pending(pod)) {
-        waiting.push_back(&pod);
+        waiting.push_back({meta_string(pod, "creationTimestamp"), &key, &pod});
       }
     }
-    // Oldest first, as the real scheduler's queue roughly does.
-    std::sort(waiting.begin(), waiting.end(), [](const json* a, const json* b) {
-      const std::string ta = (*a)["metadata"].value("creationTimestamp", "");
-      const std::string tb = (*b)["metadata"].value("creationTimestamp", "");
-      if (ta != tb) return ta < tb;
-      return ObjectCache::key_of(*a) < ObjectCache::key_of(*b);
+    // Oldest first, as the real scheduler's queue roughly does (then by namespace/name: the
+    // cache's key).
+    std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) {
+      if (a.created != b.created) return a.created < b.created;
+      return *a.key < *b.key;
     });
     std::vector<json> updated;
-    for (const json* pod_ptr : waiting) {
-      const json& pod = *pod_ptr;
+    for (const Waiting& w : waiting) {
+      const json& pod = *w.pod;
       const std::string ns = pod["metadata"].value("namespace", "");
       const std::string name = pod["metadata"].value("name", "");
       const ResourceRef ref{"", "v1", "pods", ns, name, ""};
@@ -147,7 +176,7 @@ struct Scheduler::Loop {
     while (!stop.stop_requested()) {
       const bool pods_changed = pods.sync();
       const bool nodes_changed = nodes.sync();
-      if (pods_changed || nodes_changed) schedule_pending();
+      if (pods_changed || nodes_changed) schedule_pending(nodes_changed);
       signal.wait(std::chrono::milliseconds(500));
     }
   }
