@@ -104,6 +104,37 @@ TEST(PoolDiscovery, WellKnownCloudLabels) {
   EXPECT_EQ(found.pool_label.at("gpu-pool"), "cloud.google.com/gke-nodepool");
 }
 
+// The informer's node objects are parsed once per version: a node that changes is a new object,
+// and what discovery then reports follows it (the memo is keyed by object, not by name).
+TEST(PoolDiscovery, SharedNodesFollowEveryNewVersion) {
+  auto a0 = std::make_shared<const json>(node("a-0", "a", 8));
+  auto a1 = std::make_shared<const json>(node("a-1", "a", 8));
+  SharedObjects nodes = {a0, a1};
+  auto first = discover_pools(nodes, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(first.pools.size(), 1u);
+  EXPECT_EQ(first.pools[0].gpus, 16);
+  // The same objects again: the same answer.
+  EXPECT_EQ(discover_pools(nodes, {}, catalog(), PoolDefaults{}).pools[0].gpus, 16);
+  // a-1 goes NotReady, then is relabelled into another pool, annotated slower: each version
+  // counts, whatever the memo held for the name.
+  nodes[1] = std::make_shared<const json>(node("a-1", "a", 8, false));
+  auto not_ready = discover_pools(nodes, {}, catalog(), PoolDefaults{});
+  EXPECT_EQ(not_ready.pools[0].gpus, 8);
+  ASSERT_EQ(not_ready.notes.size(), 1u);
+  nodes[1] =
+      std::make_shared<const json>(node("a-1", "b", 8, true, {{"depl.dev/gpu-gflops", "9000"}}));
+  auto moved = discover_pools(nodes, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(moved.pools.size(), 2u);
+  EXPECT_EQ(moved.pools[1].name, "b");
+  EXPECT_DOUBLE_EQ(moved.pools[1].gpu_gflops, 9000);
+  EXPECT_TRUE(moved.notes.empty());
+  // Many versions later (past what the memo keeps) the answers still follow the objects.
+  for (int i = 1; i <= 300; ++i) {
+    nodes[0] = std::make_shared<const json>(node("a-0", "a", 1 + i % 8));
+    EXPECT_EQ(discover_pools(nodes, {}, catalog(), PoolDefaults{}).pools[0].gpus, 1 + i % 8);
+  }
+}
+
 TEST(PoolDiscovery, CatalogParsingReportsBadEntries) {
   json cm = {{"data",
               {{"NVIDIA-A100", R"({"gflops": 19500, "pricePerGpuHour": 2.9})"},
