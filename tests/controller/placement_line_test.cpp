@@ -99,15 +99,22 @@ TEST(PlacementLine, EarlierJobsReserveWhatTheirPodsDoNotHoldYet) {
   EXPECT_TRUE(line.reservations_before(job("a", "2026-11-22T05:00:01Z"), gpus).empty());
 }
 
-// The reconciler assumes a first plan before its status write: the next job's turn comes at
-// once, and counts the plan's GPUs.
-TEST(PlacementLine, AnAssumedPlanLetsTheNextJobInAndReserves) {
+// Two jobs in line, `a` before `b`; the reconciler assumes plans of `a` into the line.
+class AssumedPlan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    line.put(a);
+    line.put(b);
+  }
   PlacementLine line;
   GpuLedger gpus;
   const json a = job("a", "2026-11-22T05:00:01Z");
   const json b = job("b", "2026-11-22T05:00:02Z");
-  line.put(a);
-  line.put(b);
+};
+
+// The reconciler assumes a first plan before its status write: the next job's turn comes at
+// once, and counts the plan's GPUs.
+TEST_F(AssumedPlan, LetsTheNextJobInAndReserves) {
   EXPECT_EQ(line.unplanned_before(b), "default/a");
   line.assume(planned(a, "p", 3, "Pending"));
   EXPECT_EQ(line.next()->name, "b");
@@ -125,13 +132,7 @@ TEST(PlacementLine, AnAssumedPlanLetsTheNextJobInAndReserves) {
   EXPECT_EQ(line.reservations_before(b, gpus).size(), 1u);
 }
 
-TEST(PlacementLine, AFailedWriteGoesBackToWhatTheInformerDelivered) {
-  PlacementLine line;
-  GpuLedger gpus;
-  const json a = job("a", "2026-11-22T05:00:01Z");
-  const json b = job("b", "2026-11-22T05:00:02Z");
-  line.put(a);
-  line.put(b);
+TEST_F(AssumedPlan, AFailedWriteGoesBackToWhatTheInformerDelivered) {
   line.assume(planned(a, "p", 3, "Pending"));
   line.forget(a);
   EXPECT_EQ(line.next()->name, "a");
@@ -148,19 +149,13 @@ TEST(PlacementLine, AFailedWriteGoesBackToWhatTheInformerDelivered) {
 // that write between the retry's read and its assumption, the retry's write then fails with a
 // conflict, and the line must keep the delivered plan, not the retry's older copy of the job
 // (that stalled a burst of 1,000 jobs: no later event would have corrected the line).
-TEST(PlacementLine, ARetryFromAStaleCacheDoesNotUndoADeliveredPlan) {
-  PlacementLine line;
-  const json a = job("a", "2026-11-22T05:00:01Z");
-  const json b = job("b", "2026-11-22T05:00:02Z");
-  line.put(a);
-  line.put(b);
+TEST_F(AssumedPlan, ARetryFromAStaleCacheDoesNotUndoADeliveredPlan) {
   line.assume(planned(a, "p", 3, "Pending"));  // the first reconcile; its write succeeds
   line.put(planned(a, "p", 3, "Pending"));     // the informer delivers it
   line.assume(planned(a, "p", 2, "Pending"));  // the retry, decided from the stale copy `a`
   line.forget(a);                              // its write: 409 Conflict
   EXPECT_EQ(line.next()->name, "b");
   EXPECT_EQ(line.unplanned_before(b), "");
-  GpuLedger gpus;
   auto reservations = line.reservations_before(b, gpus);
   ASSERT_EQ(reservations.size(), 1u);
   EXPECT_EQ(reservations[0].gpus, 6) << "the delivered plan's 3 workers x 2 GPUs";

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "depl/common/yaml_json.hpp"
@@ -76,6 +77,18 @@ void ControllerE2e::TearDown() {
   stop_controller();
   pods_.reset();
   client_.reset();
+  // A failed scenario keeps its logs (controller, workers, their acknowledgements): the cluster's
+  // directory goes with it.
+  if (HasFailure() && !work_dir_.empty()) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const fs::path kept =
+        fs::path(::testing::TempDir()) /
+        fmt::format("depl-e2e-{}.{}-{}", info->test_suite_name(), info->name(), ::getpid());
+    std::error_code ec;
+    fs::copy(work_dir_, kept, fs::copy_options::recursive, ec);
+    std::cerr << "the scenario's logs: "
+              << (ec ? "could not be kept: " + ec.message() : kept.string()) << "\n";
+  }
   if (cluster_) cluster_->stop();
 }
 
@@ -161,8 +174,8 @@ json ControllerE2e::get_job(const std::string& name) {
 }
 
 json ControllerE2e::merge_patch_job(const std::string& name, const json& patch) {
-  auto patched = client_->patch(controller::job_resource(), "default", name,
-                                kube::PatchType::Merge, patch);
+  auto patched =
+      client_->patch(controller::job_resource(), "default", name, kube::PatchType::Merge, patch);
   EXPECT_TRUE(patched) << patched.error().message;
   return patched ? *patched : json::object();
 }
