@@ -684,6 +684,7 @@ class Decider {
         decision_.remove.push_back(
             {"Pod", str((*pod)["metadata"], "name"), str((*pod)["metadata"], "uid")});
       }
+      decision_.needs_latest_job = true;
       return true;
     }
     // Running: make sure every rank exists (a rank may have been deleted by hand).
@@ -695,8 +696,10 @@ class Decider {
     const PhaseLaunch launch =
         launch_of(plan, *mapped, progress, pos, stop_after - progress.epoch, false);
     for (int rank = 0; rank < phase.workers; ++rank) {
-      if (!present[static_cast<std::size_t>(rank)])
+      if (!present[static_cast<std::size_t>(rank)]) {
         decision_.create.push_back(build_worker_pod(launch, rank));
+        decision_.needs_latest_job = true;  // it starts from the cached progress
+      }
     }
     set_phase(phases::kRunning, running_message(plan, progress, pos));
     return true;

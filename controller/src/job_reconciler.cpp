@@ -167,6 +167,23 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     spdlog::info("msg=\"deleted finished job\" {} reason=ttlSecondsAfterFinished", who);
     return finish(kube::Action::await_change());
   }
+  if (d.needs_latest_job && !d.status) {
+    // No status write will fence what follows: check that the cache is not behind first.
+    auto latest = client_.get(job_resource(), key.namespace_, key.name);
+    if (!latest) {
+      if (latest.error().is_not_found()) return finish(kube::Action::await_change());
+      return finish(unexpected(api_failure("reading the job", latest.error())));
+    }
+    const std::string cached_version = str(job["metadata"], "resourceVersion");
+    const std::string latest_version = str((*latest)["metadata"], "resourceVersion");
+    if (latest_version != cached_version) {
+      spdlog::info(
+          "msg=\"the cached job is behind the API server; waiting for the watch before "
+          "restarting workers\" {} cached={} latest={}",
+          who, cached_version, latest_version);
+      return finish(kube::Action::requeue_after(std::chrono::seconds(1)));
+    }
+  }
   if (d.ensure_token_secret) {
     if (auto ok = ensure_token_secret(job); !ok) return finish(unexpected(ok.error()));
   }

@@ -487,6 +487,41 @@ TEST(JobDecision, DecidesTheSameOnTrimmedCachedPods) {
   expect_same_on_trimmed_pods(v, "suspended");
 }
 
+// Pods removed or created from the cached progress without a status write to fence them are
+// marked: the reconciler carries them out only if the cached job is the latest (after an API
+// outage the pods watch can be back before the jobs watch; a phase whose workers had finished
+// was restarted from epochs they had already reported).
+TEST(JobDecision, RestartsNotFencedByAStatusWriteNeedTheLatestJob) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  report(v, 2, 1.8);
+  Decision running = decide(v, options());
+  EXPECT_FALSE(running.needs_latest_job) << "nothing to restart";
+  apply(v, running);
+
+  // Every worker exited 0 before the phase's end (as cached): a restart of the phase.
+  set_pods_phase(v, "Succeeded");
+  Decision restart = decide(v, options());
+  EXPECT_EQ(restart.remove.size(), v.owned_pods.size());
+  EXPECT_TRUE(restart.needs_latest_job);
+
+  // A rank missing from a running phase is created from the cached progress.
+  set_pods_phase(v, "Running");
+  v.owned_pods.pop_back();
+  Decision missing = decide(v, options());
+  ASSERT_EQ(missing.create.size(), 1u);
+  EXPECT_TRUE(missing.needs_latest_job);
+
+  // The phase done: moving on writes the status, which fences itself.
+  const auto plan = *plan_from_json(v.job["status"]);
+  report(v, plan.phases[0].epochs, 1.0);
+  set_pods_phase(v, "Succeeded");
+  Decision next = decide(v, options());
+  EXPECT_TRUE(next.status.has_value());
+  EXPECT_FALSE(next.needs_latest_job);
+}
+
 TEST(JobDecision, TtlDeletesFinishedJobs) {
   JobView v = view_with_nodes();
   v.job["spec"]["ttlSecondsAfterFinished"] = 60;

@@ -77,6 +77,12 @@ struct Decision {
   bool delete_job = false;    // ttlSecondsAfterFinished has passed
   double solve_seconds = -1;  // time spent in the solver, when it ran
   bool replanned = false;     // the plan in force changed
+  // The pods to remove or create restart or complete a phase from the job's progress as cached,
+  // and no status write fences them (a write from a stale cache fails with a conflict; deletes
+  // and creates do not): carry them out only if the cached job is the API server's latest. After
+  // an API outage the pods watch can be back before the jobs watch, and a phase whose workers had
+  // finished would be restarted from epochs they had already reported.
+  bool needs_latest_job = false;
 };
 
 Decision decide(const JobView& view, const DecideOptions& options);
