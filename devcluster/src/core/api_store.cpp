@@ -161,6 +161,9 @@ ApiResult ApiStore::create(const ResourceRef& ref, json body, const WriteOptions
   return locked(*impl_, [&] {
     const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
+    if (ref.subresource == "binding" && type->group.empty() && type->plural == "pods") {
+      return impl_->bind(*type, ref, std::move(body), options);
+    }
     if (!ref.subresource.empty()) return method_not_supported(*type, "create");
     ResourceType t = *type;  // stable copy: CRD writes may change the registry
     return impl_->create(t, ref, std::move(body), options);

@@ -37,19 +37,9 @@ ApiResult ApiStore::Impl::remove(const ResourceType& type, const ResourceRef& re
   std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
   ObjectPtr current = lookup(type.storage_key, key);
   if (!current) return not_found(type.qualified_resource(), ref.name);
-  if (options.precondition_uid && *options.precondition_uid != uid_of(*current)) {
-    return conflict(
-        type.qualified_resource(), ref.name,
-        fmt::format("Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                    *options.precondition_uid, uid_of(*current)));
-  }
-  std::string current_rv = current->value("/metadata/resourceVersion"_json_pointer, std::string());
-  if (options.precondition_resource_version &&
-      *options.precondition_resource_version != current_rv) {
-    return conflict(type.qualified_resource(), ref.name,
-                    fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
-                                "ResourceVersion in object meta: {}",
-                                *options.precondition_resource_version, current_rv));
+  if (auto failed = check_preconditions(type, ref, *current, options.precondition_uid,
+                                        options.precondition_resource_version)) {
+    return *failed;
   }
   if (type.group.empty() && type.plural == "namespaces" &&
       (ref.name == "default" || ref.name == "kube-system" || ref.name == "kube-public")) {

@@ -24,6 +24,28 @@ ApiResult method_not_supported(const ResourceType& type, const std::string& verb
                                   type.qualified_resource()));
 }
 
+std::optional<ApiResult> check_preconditions(const ResourceType& type, const ResourceRef& ref,
+                                             const json& current,
+                                             const std::optional<std::string>& uid,
+                                             const std::optional<std::string>& resource_version) {
+  const std::string current_uid = current.value("/metadata/uid"_json_pointer, std::string());
+  if (uid && *uid != current_uid) {
+    return conflict(
+        type.qualified_resource(), ref.name,
+        fmt::format("Precondition failed: UID in precondition: {}, UID in object meta: {}", *uid,
+                    current_uid));
+  }
+  const std::string current_rv =
+      current.value("/metadata/resourceVersion"_json_pointer, std::string());
+  if (resource_version && *resource_version != current_rv) {
+    return conflict(type.qualified_resource(), ref.name,
+                    fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
+                                "ResourceVersion in object meta: {}",
+                                *resource_version, current_rv));
+  }
+  return std::nullopt;
+}
+
 std::string format_time(std::chrono::system_clock::time_point t) {
   std::time_t seconds = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};

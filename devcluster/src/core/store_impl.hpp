@@ -119,6 +119,11 @@ struct ApiStore::Impl {
                                  const WriteOptions& options, std::vector<std::string>& warnings);
   void after_write(const ResourceType& type, const nlohmann::json& object, bool deleted);
 
+  // ---- pods/binding (store_binding.cpp) ----
+  // `pods` is the core/v1 pods type; `binding` the request body (a v1 Binding).
+  ApiResult bind(const ResourceType& pods, const ResourceRef& ref, nlohmann::json binding,
+                 const WriteOptions& options);
+
   // ---- deletion and garbage collection (store_delete.cpp) ----
   ApiResult remove(const ResourceType& type, const ResourceRef& ref, const DeleteOptions& options);
   // Marks (deletionTimestamp) or removes an object; returns what the object became (null if
@@ -143,6 +148,16 @@ ApiResult unknown_resource();
 ApiResult method_not_supported(const ResourceType& type, const std::string& verb);
 std::string format_time(std::chrono::system_clock::time_point t);
 std::string default_manager(const WriteOptions& options);
+// kube-apiserver's check of a body's apiVersion and kind against what the URL serves (filling
+// them in, and an empty metadata, when missing); nullopt when the body fits.
+std::optional<ApiResult> check_kind(const std::string& api_version, const std::string& kind,
+                                    nlohmann::json& body);
+// The uid and resourceVersion preconditions of a write (DeleteOptions.preconditions, a Binding's
+// metadata): 409 Conflict naming the one that failed, nullopt when both hold or are unset.
+std::optional<ApiResult> check_preconditions(const ResourceType& type, const ResourceRef& ref,
+                                             const nlohmann::json& current,
+                                             const std::optional<std::string>& uid,
+                                             const std::optional<std::string>& resource_version);
 
 // Per-kind defaults on create (pods, services, namespaces, secrets, deployments).
 void apply_builtin_defaults(const ResourceType& type, nlohmann::json& object,

@@ -70,27 +70,6 @@ ApplyContext apply_context(const ResourceType& type, bool status_endpoint) {
   return context;
 }
 
-// kube-apiserver's check of apiVersion/kind in a body against the URL.
-std::optional<ApiResult> check_kind(const ResourceType& type, json& body) {
-  if (!body.is_object()) return bad_request("the request body must be a JSON object");
-  std::string api_version = body.value("apiVersion", "");
-  std::string kind = body.value("kind", "");
-  if (api_version.empty()) body["apiVersion"] = type.api_version();
-  if (kind.empty()) body["kind"] = type.kind;
-  if (!api_version.empty() && api_version != type.api_version()) {
-    return bad_request(
-        fmt::format("the API version in the data ({}) does not match the expected API version ({})",
-                    api_version, type.api_version()));
-  }
-  if (!kind.empty() && kind != type.kind) {
-    return bad_request(fmt::format(
-        "the kind in the data ({}) does not match the expected kind ({})", kind, type.kind));
-  }
-  if (!body.contains("metadata")) body["metadata"] = json::object();
-  if (!body["metadata"].is_object()) return bad_request("metadata must be an object");
-  return std::nullopt;
-}
-
 std::set<std::string> finalizers_of(const json& object) {
   std::set<std::string> out;
   for (const auto& f : object.value("/metadata/finalizers"_json_pointer, json::array())) {
@@ -100,6 +79,27 @@ std::set<std::string> finalizers_of(const json& object) {
 }
 
 }  // namespace
+
+std::optional<ApiResult> check_kind(const std::string& expected_api_version,
+                                    const std::string& expected_kind, json& body) {
+  if (!body.is_object()) return bad_request("the request body must be a JSON object");
+  std::string api_version = body.value("apiVersion", "");
+  std::string kind = body.value("kind", "");
+  if (api_version.empty()) body["apiVersion"] = expected_api_version;
+  if (kind.empty()) body["kind"] = expected_kind;
+  if (!api_version.empty() && api_version != expected_api_version) {
+    return bad_request(
+        fmt::format("the API version in the data ({}) does not match the expected API version ({})",
+                    api_version, expected_api_version));
+  }
+  if (!kind.empty() && kind != expected_kind) {
+    return bad_request(fmt::format(
+        "the kind in the data ({}) does not match the expected kind ({})", kind, expected_kind));
+  }
+  if (!body.contains("metadata")) body["metadata"] = json::object();
+  if (!body["metadata"].is_object()) return bad_request("metadata must be an object");
+  return std::nullopt;
+}
 
 std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& object,
                                                const WriteOptions& options,
@@ -139,7 +139,7 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
 
 ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& ref, json body,
                                  const WriteOptions& options, bool from_apply) {
-  if (auto problem = check_kind(type, body)) return *problem;
+  if (auto problem = check_kind(type.api_version(), type.kind, body)) return *problem;
   json& meta = body["metadata"];
   // Namespace: from the URL; a different one in the body is an error.
   if (type.namespaced) {
@@ -240,7 +240,7 @@ ApiResult ApiStore::Impl::update(const ResourceType& type, const ResourceRef& re
   if (!ref.subresource.empty() && !(status_endpoint && type.has_status_subresource)) {
     return unknown_resource();
   }
-  if (auto problem = check_kind(type, body)) return *problem;
+  if (auto problem = check_kind(type.api_version(), type.kind, body)) return *problem;
   std::string body_name = body["metadata"].value("name", "");
   if (body_name != ref.name) {
     return bad_request(
@@ -418,7 +418,7 @@ ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref
           {{"FieldValueRequired", "fieldManager", "Required value: is required for apply patch"}});
     }
     json config = patch;
-    if (auto problem = check_kind(type, config)) return *problem;
+    if (auto problem = check_kind(type.api_version(), type.kind, config)) return *problem;
     if (config["metadata"].value("name", "") != ref.name) {
       return bad_request(
           fmt::format("the name of the object ({}) does not match the name on the URL ({})",
@@ -464,7 +464,7 @@ ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref
       break;
   }
   if (!next.is_object()) return bad_request("the patched object is not a JSON object");
-  if (auto problem = check_kind(type, next)) return *problem;
+  if (auto problem = check_kind(type.api_version(), type.kind, next)) return *problem;
   if (next["metadata"].value("name", "") != ref.name) {
     return bad_request("the name of the patched object does not match the name on the URL");
   }

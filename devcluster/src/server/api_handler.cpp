@@ -337,14 +337,19 @@ HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& p
     return not_found_response;
   }
   if (!ref.subresource.empty()) {
-    const bool log = ref.subresource == "log" && ref.group.empty() && ref.plural == "pods";
+    const bool pods = ref.group.empty() && ref.plural == "pods";
+    const bool log = ref.subresource == "log" && pods;
+    const bool binding = ref.subresource == "binding" && pods;
     const bool status = ref.subresource == "status" && type->has_status_subresource;
-    if (!log && !status) return not_found_response;
+    if (!log && !binding && !status) return not_found_response;
     if (log) {
       if (request.method != "GET") {
         return status_response(405, "MethodNotAllowed", "pods/log only supports GET");
       }
       return handle_log(request, ref);
+    }
+    if (binding && request.method != "POST") {
+      return status_response(405, "MethodNotAllowed", "pods/binding only supports POST");
     }
   }
   const std::string& method = request.method;
@@ -363,7 +368,8 @@ HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& p
     return respond(store_.list(ref, list_options(request)), request, &*type);
   }
   if (method == "POST") {
-    if (!ref.name.empty()) {
+    // POST creates in a collection; the one named target that takes it is pods/<name>/binding.
+    if (!ref.name.empty() && ref.subresource != "binding") {
       return status_response(405, "MethodNotAllowed",
                              "POST is only allowed on a collection, not on a named object");
     }

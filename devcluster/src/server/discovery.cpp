@@ -158,6 +158,11 @@ std::optional<json> resource_list_document(const std::vector<ResourceType>& type
                            {"verbs", {"get", "patch", "update"}}});
     }
     if (group.empty() && t.plural == "pods") {
+      resources.push_back({{"name", "pods/binding"},
+                           {"singularName", ""},
+                           {"namespaced", true},
+                           {"kind", "Binding"},
+                           {"verbs", {"create"}}});
       resources.push_back({{"name", "pods/log"},
                            {"singularName", ""},
                            {"namespaced", true},

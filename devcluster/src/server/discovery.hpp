@@ -23,7 +23,7 @@ nlohmann::json group_list_document(const std::vector<ResourceType>& types);
 std::optional<nlohmann::json> group_document(const std::vector<ResourceType>& types,
                                              const std::string& group);
 // nullopt when the group/version is not served. Adds "<plural>/status" for types with the
-// status subresource and "pods/log".
+// status subresource, "pods/binding" (create only, kind Binding) and "pods/log".
 std::optional<nlohmann::json> resource_list_document(const std::vector<ResourceType>& types,
                                                      const std::string& group,
                                                      const std::string& version);

@@ -39,11 +39,17 @@ struct Scheduler::Loop {
                : std::string_view();
   }
 
+  // Gated pods wait for their gates to go, as with kube-scheduler (pods/binding refuses them).
   static bool pending(const json& pod) {
     auto meta = pod.find("metadata");
     const bool deleting =
         meta != pod.end() && meta->is_object() && meta->contains("deletionTimestamp");
-    return node_name_of(pod).empty() && !deleting && !pod_is_terminal(pod);
+    bool gated = false;
+    if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+      auto gates = spec->find("schedulingGates");
+      gated = gates != spec->end() && gates->is_array() && !gates->empty();
+    }
+    return node_name_of(pod).empty() && !deleting && !gated && !pod_is_terminal(pod);
   }
 
   static json with_condition(const json& pod, json condition) {
@@ -117,23 +123,22 @@ struct Scheduler::Loop {
       const json& pod = *w.pod;
       const std::string ns = pod["metadata"].value("namespace", "");
       const std::string name = pod["metadata"].value("name", "");
-      const ResourceRef ref{"", "v1", "pods", ns, name, ""};
+      const ResourceRef binding_ref{"", "v1", "pods", ns, name, "binding"};
       const ResourceRef status_ref{"", "v1", "pods", ns, name, "status"};
       WriteOptions options;
       options.field_manager = "depl-scheduler";
       options.user_agent = "depl-devcluster/scheduler";
       const auto decision = choose_node(pod, node_list, used);
       if (decision.node) {
-        // Status first: once nodeName is set the kubelet owns the pod's status.
-        json status = {
-            {"status",
-             {{"conditions", with_condition(pod, {{"type", "PodScheduled"},
-                                                  {"status", "True"},
-                                                  {"lastProbeTime", nullptr},
-                                                  {"lastTransitionTime", rfc3339_now()}})}}}};
-        store.patch(status_ref, PatchType::Merge, status.dump(), options);
-        json bind = {{"spec", {{"nodeName", *decision.node}}}};
-        auto result = store.patch(ref, PatchType::Merge, bind.dump(), options);
+        // One write, as kube-scheduler binds: the API server sets spec.nodeName and
+        // PodScheduled=True together. The uid binds this pod, not a namesake created since.
+        const json binding = {
+            {"apiVersion", "v1"},
+            {"kind", "Binding"},
+            {"metadata",
+             {{"name", name}, {"namespace", ns}, {"uid", pod["metadata"].value("uid", "")}}},
+            {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", *decision.node}}}};
+        auto result = store.create(binding_ref, binding, options);
         if (!result.ok()) {
           spdlog::warn("event=bind_failed pod={}/{} node={} code={} message=\"{}\"", ns, name,
                        *decision.node, result.code,
@@ -147,7 +152,10 @@ struct Scheduler::Loop {
         u.memory += r.memory;
         u.gpu += r.gpu;
         u.pods += 1;
-        updated.push_back(result.body);
+        // The answer is a Status, not the pod: assume it bound until its event arrives.
+        json assumed = pod;
+        assumed["spec"]["nodeName"] = *decision.node;
+        updated.push_back(std::move(assumed));
       } else {
         const json* current = find_condition(pod, "PodScheduled");
         if (current && current->value("status", "") == "False" &&

@@ -1,6 +1,7 @@
 // The simulated cluster's scheduler: a loop that binds pending pods (no spec.nodeName) to nodes
-// chosen by choose_node, or marks them PodScheduled=False/Unschedulable with the reason; it
-// retries whenever a pod or node changes. Writes go through the ApiStore like any client's.
+// chosen by choose_node with one pods/binding create each, as kube-scheduler does, or marks them
+// PodScheduled=False/Unschedulable with the reason; it retries whenever a pod or node changes.
+// Writes go through the ApiStore like any client's.
 #pragma once
 
 #include <memory>

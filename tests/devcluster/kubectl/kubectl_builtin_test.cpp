@@ -1,5 +1,5 @@
 // kubectl against the dev cluster, built-in resources: nodes from the pools file, pods run by the
-// kubelet (logs), garbage collection of dependents, Deployments and RBAC objects.
+// kubelet (logs), garbage collection of dependents, Deployments and RBAC objects, pods/binding.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -181,6 +181,41 @@ spec:
   auto listed = kubectl({"get", "deployments,roles,rolebindings,serviceaccounts"});
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_THAT(listed.output, HasSubstr("operator"));
+}
+
+// What kube-scheduler sends to bind a pod, through kubectl's raw client: the pod stays pending
+// (its selector matches no node) until the Binding names a node.
+TEST_F(KubectlTest, BindsAPendingPodThroughThePodsBindingSubresource) {
+  constexpr const char* kPod = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: stuck
+spec:
+  nodeSelector: {depl.dev/pool: none}
+  containers:
+    - {name: main, image: sim}
+)";
+  constexpr const char* kBinding =
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"stuck"},)"
+      R"("target":{"apiVersion":"v1","kind":"Node","name":"t4-0"}})";
+  auto applied = kubectl({"apply", "-f", "-"}, kPod);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  auto pending =
+      kubectl({"wait", "--for=condition=PodScheduled=False", "pod/stuck", "--timeout=30s"});
+  ASSERT_EQ(pending.exit_code, 0) << pending.output;
+  const std::vector<std::string> bind = {
+      "create", "--raw", "/api/v1/namespaces/default/pods/stuck/binding", "-f", "-"};
+  auto bound = kubectl(bind, kBinding);
+  ASSERT_EQ(bound.exit_code, 0) << bound.output;
+  EXPECT_THAT(bound.output, HasSubstr(R"("status":"Success")"));
+  EXPECT_THAT(bound.output, HasSubstr(R"("code":201)"));
+  EXPECT_EQ(kubectl({"get", "pod", "stuck", "-o", "jsonpath={.spec.nodeName}"}).output, "t4-0");
+  auto scheduled = kubectl({"get", "pod", "stuck", "-o",
+                            R"(jsonpath={.status.conditions[?(@.type=="PodScheduled")].status})"});
+  EXPECT_EQ(scheduled.output, "True");
+  auto again = kubectl(bind, kBinding);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.output, HasSubstr(R"(pod stuck is already assigned to node "t4-0")"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <thread>
 
 #include "depl/devcluster/dev_cluster.hpp"
@@ -76,8 +77,14 @@ TEST_F(DevClusterTest, ServesVersionDiscoveryAndOpenApi) {
   auto core = json::parse(http_request(port(), "GET", "/api/v1").body);
   std::vector<std::string> names;
   for (const auto& r : core["resources"]) names.push_back(r["name"]);
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"pods", "pods/status", "pods/log", "nodes",
-                                              "namespaces", "configmaps", "secrets"}));
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"pods", "pods/status", "pods/binding", "pods/log",
+                                              "nodes", "namespaces", "configmaps", "secrets"}));
+  for (const auto& r : core["resources"]) {
+    if (r["name"] != "pods/binding") continue;
+    EXPECT_EQ(r["kind"], "Binding");
+    EXPECT_EQ(r["namespaced"], true);
+    EXPECT_EQ(r["verbs"], json::array({"create"}));
+  }
   auto groups = http_request(port(), "GET", "/apis");
   EXPECT_THAT(groups.body, HasSubstr("\"apps\""));
   EXPECT_THAT(groups.body, HasSubstr("apiextensions.k8s.io"));
@@ -332,6 +339,119 @@ TEST_F(DevClusterTest, NotReadyNodeFailsItsPodsAndDeletedNodeRemovesThem) {
   ASSERT_TRUE(eventually([&] {
     return store().get(ResourceRef{"", "v1", "pods", "default", "orphan", ""}).code == 404;
   }));
+}
+
+// The scheduler's success path is one pods/binding write per pod. The kubelet is off so that
+// the PodScheduled=True condition seen here can only come from that write.
+TEST(DevClusterScheduler, BindsEachPodWithOneBindingWrite) {
+  DevClusterOptions options;
+  options.pools_yaml = kPools;
+  options.run_kubelet = false;
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  DevCluster& cluster = **started;
+  // Shared with the recorder, which the scheduler may still call after this body ends.
+  struct Writes {
+    std::mutex mutex;
+    std::vector<WriteRecord> records;
+  };
+  auto writes = std::make_shared<Writes>();
+  cluster.store().set_write_recorder([writes](const WriteRecord& r) {
+    std::lock_guard lock(writes->mutex);
+    if (r.user_agent == "depl-devcluster/scheduler") writes->records.push_back(r);
+  });
+  auto scheduler_writes = [writes] {
+    std::lock_guard lock(writes->mutex);
+    return writes->records;
+  };
+  for (const std::string name : {"first", "second"}) {
+    const json pod = {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata", {{"name", name}}},
+                      {"spec", {{"containers", {{{"name", "c"}, {"image", "sim"}}}}}}};
+    ASSERT_TRUE(cluster.store().create(ResourceRef{"", "v1", "pods", "default", "", ""}, pod).ok());
+  }
+  ASSERT_TRUE(eventually([&] { return scheduler_writes().size() >= 2; }));
+  for (const std::string name : {"first", "second"}) {
+    const json p = cluster.store().get(ResourceRef{"", "v1", "pods", "default", name, ""}).body;
+    EXPECT_NE(p["spec"].value("nodeName", ""), "") << name;
+    bool scheduled = false;
+    for (const auto& c : p["status"].value("conditions", json::array())) {
+      scheduled |= c["type"] == "PodScheduled" && c["status"] == "True";
+    }
+    EXPECT_TRUE(scheduled) << p.dump();
+  }
+  // No second write follows (the old way was a status patch, then a spec patch).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto seen = scheduler_writes();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& w : seen) {
+    EXPECT_EQ(w.verb, "create") << w.name;
+    EXPECT_EQ(w.plural, "pods") << w.name;
+    EXPECT_EQ(w.subresource, "binding") << w.name;
+    EXPECT_EQ(w.code, 201) << w.name;
+  }
+  EXPECT_NE(seen[0].name, seen[1].name);
+}
+
+// POST /api/v1/namespaces/<ns>/pods/<name>/binding as kube-scheduler sends it, on a cluster whose
+// own scheduler and kubelet are off (nothing else touches the pod).
+TEST(DevClusterPodsBinding, PostBindsThePodAndAnswersASuccessStatus) {
+  DevClusterOptions options;
+  options.pools_yaml = kPools;
+  options.run_scheduler = false;
+  options.run_kubelet = false;
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  DevCluster& cluster = **started;
+  const std::string pod =
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},
+          "spec":{"containers":[{"name":"c","image":"sim"}]}})";
+  ASSERT_EQ(http_request(cluster.port(), "POST", "/api/v1/namespaces/default/pods", pod,
+                         "application/json")
+                .status,
+            201);
+  const std::string path = "/api/v1/namespaces/default/pods/p/binding";
+  auto binding_of = [](const std::string& name) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Binding"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "t4-0"}}}}
+        .dump();
+  };
+  const std::string binding = binding_of("p");
+  // Fault injection covers it like any other resource request.
+  cluster.fail_next_requests(1, 500);
+  EXPECT_EQ(http_request(cluster.port(), "POST", path, binding, "application/json").status, 500);
+  EXPECT_FALSE(cluster.store()
+                   .get(ResourceRef{"", "v1", "pods", "default", "p", ""})
+                   .body["spec"]
+                   .contains("nodeName"));
+
+  auto bound = http_request(cluster.port(), "POST", path, binding, "application/json");
+  ASSERT_EQ(bound.status, 201) << bound.body;
+  EXPECT_EQ(json::parse(bound.body), json::parse(R"({"kind":"Status","apiVersion":"v1",
+                                                     "metadata":{},"status":"Success","code":201})"));
+  auto got = http_request(cluster.port(), "GET", "/api/v1/namespaces/default/pods/p");
+  const json p = json::parse(got.body);
+  EXPECT_EQ(p["spec"]["nodeName"], "t4-0");
+  EXPECT_EQ(p["status"]["conditions"][0]["type"], "PodScheduled");
+  EXPECT_EQ(p["status"]["conditions"][0]["status"], "True");
+
+  auto again = http_request(cluster.port(), "POST", path, binding, "application/json");
+  EXPECT_EQ(again.status, 409);
+  EXPECT_THAT(again.body, HasSubstr(R"(pod p is already assigned to node \"t4-0\")"));
+  const std::string path_q = "/api/v1/namespaces/default/pods/q/binding";
+  EXPECT_EQ(
+      http_request(cluster.port(), "POST", path_q, binding_of("q"), "application/json").status,
+      404);
+  EXPECT_EQ(http_request(cluster.port(), "POST", path_q, binding, "application/json").status, 400)
+      << "the Binding names p, the URL q";
+  EXPECT_EQ(http_request(cluster.port(), "GET", path).status, 405);
+  EXPECT_EQ(http_request(cluster.port(), "POST", "/api/v1/namespaces/default/configmaps/c/binding",
+                         binding, "application/json")
+                .status,
+            404);
 }
 
 // What depl-scale-bench relies on: with a negative simulated duration an unmapped image's

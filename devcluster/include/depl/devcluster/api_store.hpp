@@ -1,6 +1,7 @@
 // The semantic core of the embedded API server, without HTTP: a registry of served resource
 // types and an object store with kube-apiserver semantics (resourceVersions, generation, status
-// subresource, patches, server-side apply, finalizers, garbage collection, CRDs, watches).
+// subresource, pod binding, patches, server-side apply, finalizers, garbage collection, CRDs,
+// watches).
 //
 // Thread-safety: every public member may be called from any thread. One internal mutex
 // serialises all reads and writes (so every operation sees and produces a consistent state);
@@ -29,7 +30,8 @@ namespace depl::devcluster {
 
 // The target of a request: /api/v1/namespaces/<ns>/<plural>/<name>/<subresource> or
 // /apis/<group>/<version>/... . `ns` empty = cluster-scoped or all namespaces (list/watch);
-// `name` empty = the collection. `subresource` is "" or "status" (the server handles "log").
+// `name` empty = the collection. `subresource` is "", "status" or, for create on a pod,
+// "binding" (the server handles "log").
 struct ResourceRef {
   std::string group;
   std::string version;
@@ -97,7 +99,7 @@ std::optional<PatchType> patch_type_from_content_type(std::string_view content_t
 // One write that changed (or, for dry runs, would have changed) the store, for HA tests that
 // ask "who wrote what".
 struct WriteRecord {
-  std::string verb;  // create, update, patch, delete, deletecollection
+  std::string verb;  // create, update, patch, delete, deletecollection (binding: create)
   std::string api_version;
   std::string plural;
   std::string subresource;
@@ -152,6 +154,9 @@ class ApiStore {
   // POST (201). Types with a status subresource drop .status on create (pods start with
   // status.phase=Pending), except nodes and CRDs; write status through "status" afterwards.
   // Creating a CRD serves its versions at once and sets Established/NamesAccepted.
+  // pods/<name>/binding (ref.subresource == "binding") takes a v1 Binding and, as kube-apiserver
+  // does, sets the pod's spec.nodeName (target.name) and PodScheduled=True in one write, then
+  // answers 201 with a Success Status; 409 when the pod is bound already or being deleted.
   ApiResult create(const ResourceRef& ref, nlohmann::json body, const WriteOptions& options = {});
   // PUT: replace the object (or its status with ref.subresource == "status"). A stale
   // metadata.resourceVersion answers 409; an update that changes nothing answers 200 with the
