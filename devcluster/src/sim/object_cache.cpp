@@ -1,6 +1,7 @@
 #include "sim/object_cache.hpp"
 
 #include <set>
+#include <string_view>
 
 namespace depl::devcluster {
 
@@ -12,10 +13,23 @@ ObjectCache::~ObjectCache() {
 }
 
 ObjectCache::Key ObjectCache::key_of(const nlohmann::json& object) {
-  const auto& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
-  const std::string ns = meta.is_object() ? meta.value("namespace", "") : "";
-  const std::string name = meta.is_object() ? meta.value("name", "") : "";
-  return ns.empty() ? name : ns + "/" + name;
+  // Read in place: this runs for every event, and a copy of metadata (managedFields and all)
+  // cost more than the rest of the cache's work.
+  auto string_at = [](const nlohmann::json& meta, const char* key) -> std::string_view {
+    auto it = meta.find(key);
+    return it != meta.end() && it->is_string()
+               ? std::string_view(it->get_ref<const std::string&>())
+               : std::string_view();
+  };
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  const std::string_view ns = string_at(*meta, "namespace");
+  const std::string_view name = string_at(*meta, "name");
+  Key key;
+  key.reserve(ns.size() + 1 + name.size());
+  if (!ns.empty()) key.append(ns).append("/");
+  key.append(name);
+  return key;
 }
 
 void ObjectCache::put(const nlohmann::json& object) {
