@@ -380,11 +380,12 @@ class BeastResponseStream : public ResponseStream {
   Expected<std::string, ApiError> read() override {
     if (cancelled_.load()) return cancelled();
     if (parser_->is_done()) return std::string();
-    std::string out;
-    out.resize(64 * 1024);
+    // One buffer for the stream's life: a watch delivers an event per read, and a fresh
+    // 64 KiB string for each (allocated and zeroed) cost more than parsing the event.
+    if (buffer_.empty()) buffer_.resize(64 * 1024);
     auto& body = parser_->get().body();
-    body.data = out.data();
-    body.size = out.size();
+    body.data = buffer_.data();
+    body.size = buffer_.size();
     connection_->lowest().expires_after(idle_timeout_);
     error_code ec = connection_->run([&](auto handler) {
       if (connection_->tls) {
@@ -401,9 +402,9 @@ class BeastResponseStream : public ResponseStream {
     }
     if (ec == http::error::end_of_stream && parser_->is_done()) return std::string();
     if (ec) return unexpected(transport_error(ApiError::kTransportError, what_, ec));
-    out.resize(out.size() - body.size);
-    if (out.empty() && !parser_->is_done()) return read();  // chunk framing only; keep going
-    return out;
+    const std::size_t received = buffer_.size() - body.size;
+    if (received == 0 && !parser_->is_done()) return read();  // chunk framing only; keep going
+    return std::string(buffer_.data(), received);
   }
 
   void cancel() override {
@@ -423,6 +424,7 @@ class BeastResponseStream : public ResponseStream {
   std::string what_;
   int status_ = 0;
   Headers headers_;
+  std::string buffer_;
   std::atomic<bool> cancelled_{false};
 };
 
