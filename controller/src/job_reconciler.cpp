@@ -76,6 +76,8 @@ void describe_controller_metrics(MetricsRegistry& r) {
              "Requests to the Kubernetes API by verb and code.");
   r.describe("depl_api_request_duration_seconds", T::Histogram,
              "Kubernetes API request latency by verb.");
+  r.describe("depl_events_dropped_total", T::Counter,
+             "Events not recorded because too many were waiting to be sent, or at shutdown.");
   r.describe("depl_leader", T::Gauge,
              "1 while this replica leads (always 1 without --leader-elect).");
 }

@@ -23,6 +23,7 @@
 #include "depl/kube/in_cluster.hpp"
 #include "depl/kube/kubeconfig.hpp"
 #include "depl/kube/runtime/controller.hpp"
+#include "depl/kube/runtime/async_event_recorder.hpp"
 #include "depl/kube/runtime/event_recorder.hpp"
 #include "depl/kube/runtime/informer.hpp"
 #include "depl/kube/runtime/leader_election.hpp"
@@ -217,6 +218,9 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   event_options.component = "depl-controller";
   event_options.reporting_instance = identity;
   kube::EventRecorder recorder(client, clock, event_options);
+  // Events go out from their own thread: a reconcile (and so the next job's placement) never
+  // waits for one.
+  kube::AsyncEventRecorder events(recorder, clock);
 
   ReconcilerOptions options;
   options.catalog_namespace = catalog_ns;
@@ -289,12 +293,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
        secrets->store(), config_maps->store()},
       clock,
       [&](const json& object, const EventSpec& e) {
-        auto recorded = recorder.record(
-            object, e.type == "Warning" ? kube::EventType::Warning : kube::EventType::Normal,
-            e.reason, e.message);
-        if (!recorded)
-          spdlog::warn("msg=\"event not recorded\" reason={} error=\"{}\"", e.reason,
-                       recorded.error().message);
+        events.post(object, e.type == "Warning" ? kube::EventType::Warning : kube::EventType::Normal,
+                    e.reason, e.message);
       },
       metrics, options);
 
@@ -383,6 +383,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     m.set("depl_workqueue_depth", {}, static_cast<double>(cm.queue.depth));
     m.set("depl_workqueue_adds_total", {}, static_cast<double>(cm.queue.adds_total));
     m.set("depl_workqueue_retries_total", {}, static_cast<double>(cm.queue.retries_total));
+    m.set("depl_events_dropped_total", {}, static_cast<double>(events.dropped()));
   });
 
   std::vector<std::jthread> informer_threads;
@@ -447,6 +448,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   // answered during shutdown without it would be refused (404) and end its worker, where a
   // refused connection makes the worker retry until the next controller listens.
   (*progress_server)->stop();
+  // The last reconciles' Events still go out, for a moment.
+  events.stop(clock.now() + std::chrono::seconds(2));
   client.stop();
   for (auto& t : informer_threads) t.request_stop();
   informer_threads.clear();
