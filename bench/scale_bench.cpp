@@ -456,6 +456,9 @@ struct RunResult {
   double reconciles_idle_per_second = 0;  // after everything settled
   double solver_seconds = 0;
   long controller_writes = 0;  // creates, updates, patches, deletes the API server applied
+  // Every write the API server applied from the jobs' creation on, by writer (User-Agent
+  // product), verb and resource: "depl-controller create pods".
+  std::map<std::string, long> writes_by_kind;
   long rss_ready_kib = 0;      // caches synced, no job yet
   long peak_ready_kib = 0;     // peak RSS up to then (the initial lists)
   long rss_end_kib = 0;
@@ -572,9 +575,17 @@ std::optional<RunResult> run_once(const Options& o, int run) {
 
   // The controller's writes as the API server applied them (its User-Agent says who).
   std::atomic<long> controller_writes{0};
+  std::mutex writes_mutex;
+  std::map<std::string, long> writes_by_kind;
   std::atomic<Clock::rep> last_write{Clock::now().time_since_epoch().count()};
   store.set_write_recorder([&](const depl::devcluster::WriteRecord& w) {
     if (w.user_agent.rfind("depl-controller", 0) == 0) ++controller_writes;
+    {
+      const std::string writer = w.user_agent.substr(0, w.user_agent.find('/'));
+      std::lock_guard lock(writes_mutex);
+      ++writes_by_kind[(writer.empty() ? "(the bench)" : writer) + " " + w.verb + " " + w.plural +
+                       (w.subresource.empty() ? "" : "/" + w.subresource)];
+    }
     last_write = Clock::now().time_since_epoch().count();
   });
   Observer observer(store);
@@ -651,6 +662,10 @@ std::optional<RunResult> run_once(const Options& o, int run) {
                                   metric_sum(metrics_settled, "depl_reconcile_total")) /
                                  Seconds(Clock::now() - idle_start).count();
   r.controller_writes = controller_writes.load();
+  {
+    std::lock_guard lock(writes_mutex);
+    r.writes_by_kind = writes_by_kind;
+  }
   const auto burst = observer.jobs();
 
   // Then jobs arriving one at a time into the loaded controller (every earlier job cached):
@@ -810,6 +825,10 @@ int main(int argc, char** argv) {
         "at the end %.1f MiB\n",
         i + 1, r.setup_seconds, r.apply_seconds, r.reconciles_planning, r.solver_seconds,
         r.controller_writes, r.peak_ready_kib / 1024.0, r.rss_end_kib / 1024.0);
+    std::string writes;
+    for (const auto& [kind, n] : r.writes_by_kind)
+      writes += fmt::format("{}{} {}", writes.empty() ? "" : ", ", n, kind);
+    std::printf("run %zu: writes the API server applied: %s\n", i + 1, writes.c_str());
   }
   for (std::size_t i = 0; i < runs.size() && o.trickle > 0; ++i) {
     const RunResult& r = runs[i];
