@@ -151,7 +151,14 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
           {"object", to_table(type, *event.object, std::chrono::system_clock::now(), include)}};
       return line.dump() + "\n";
     }
-    return event.to_json().dump() + "\n";
+    // Written around the stored object rather than through to_json(), which copies it: this runs
+    // for every event of every HTTP watch.
+    std::string line = R"({"type":)";
+    line += json(event.type).dump();
+    line += R"(,"object":)";
+    line += event.object ? event.object->dump() : "{}";
+    line += "}\n";
+    return line;
   }
 
   void pump() {
