@@ -149,9 +149,7 @@ struct Kubelet::Impl {
         // Pods that were waiting for their node to appear or become ready.
         for (const auto& node : changed_nodes) {
           for (const auto& [key, pod] : pods.objects()) {
-            if (pod.value("spec", json::object()).value("nodeName", "") == node) {
-              on_pod_event("MODIFIED", pod);
-            }
+            if (pod_node_name(*pod) == node) on_pod_event("MODIFIED", *pod);
           }
         }
       }
@@ -176,7 +174,7 @@ struct Kubelet::Impl {
         if (run.node == name) stop_all(run, SIGKILL);
       }
       for (const auto& [key, pod] : pods.objects()) {
-        if (pod.value("spec", json::object()).value("nodeName", "") == name) force_remove(pod);
+        if (pod_node_name(*pod) == name) force_remove(*pod);
       }
       return;
     }
@@ -221,17 +219,15 @@ struct Kubelet::Impl {
       }
       return;
     }
-    const std::string node = pod.value("spec", json::object()).value("nodeName", "");
+    const std::string node(pod_node_name(pod));
     if (node.empty()) return;
     const bool deleting = pod["metadata"].contains("deletionTimestamp");
     if (it == runs.end()) {
       if (deleting) return force_remove(pod);
       if (pod_is_terminal(pod)) return;
-      const json* node_object = nullptr;
-      for (const auto& [key, n] : nodes.objects()) {
-        if (key == node) node_object = &n;
-      }
-      if (!node_object) return;  // waits for the node
+      auto found = nodes.objects().find(node);
+      if (found == nodes.objects().end()) return;  // waits for the node
+      const json* node_object = found->second.get();
       if (!node_is_ready(*node_object)) {
         fail_unstarted(pod, node);
         return;

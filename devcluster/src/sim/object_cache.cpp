@@ -32,8 +32,9 @@ ObjectCache::Key ObjectCache::key_of(const nlohmann::json& object) {
   return key;
 }
 
-void ObjectCache::put(const nlohmann::json& object) {
-  objects_[key_of(object)] = object;
+void ObjectCache::put(nlohmann::json object) {
+  Key key = key_of(object);
+  objects_[std::move(key)] = std::make_shared<const nlohmann::json>(std::move(object));
 }
 
 bool ObjectCache::sync(
@@ -61,7 +62,7 @@ bool ObjectCache::sync(
     if (e.type == "DELETED") {
       objects_.erase(key);
     } else {
-      objects_[key] = *e.object;
+      objects_[key] = e.object;
       if (relisting) seen_since_relist.insert(key);
     }
     changed = true;
@@ -71,10 +72,10 @@ bool ObjectCache::sync(
     // Objects deleted while no watch was open: the relist did not mention them.
     for (auto it = objects_.begin(); it != objects_.end();) {
       if (!seen_since_relist.count(it->first)) {
-        const nlohmann::json gone = it->second;
+        const std::shared_ptr<const nlohmann::json> gone = it->second;
         it = objects_.erase(it);
         changed = true;
-        if (on_event) on_event("DELETED", gone);
+        if (on_event) on_event("DELETED", *gone);
       } else {
         ++it;
       }

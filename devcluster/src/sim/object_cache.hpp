@@ -52,9 +52,10 @@ class ObjectCache {
   // Applies queued events; opens (or reopens) the watch when needed. Returns true if anything
   // changed.
   bool sync(const std::function<void(const std::string&, const nlohmann::json&)>& on_event = {});
-  const std::map<Key, nlohmann::json>& objects() const { return objects_; }
+  // The objects as the store published them (shared, never modified: no copy per event).
+  const std::map<Key, std::shared_ptr<const nlohmann::json>>& objects() const { return objects_; }
   // Local edit after a write of ours, so the next decision sees it before the event arrives.
-  void put(const nlohmann::json& object);
+  void put(nlohmann::json object);
 
   static Key key_of(const nlohmann::json& object);
 
@@ -63,7 +64,7 @@ class ObjectCache {
   ResourceRef collection_;
   LoopSignal& signal_;
   std::shared_ptr<WatchSubscription> subscription_;
-  std::map<Key, nlohmann::json> objects_;
+  std::map<Key, std::shared_ptr<const nlohmann::json>> objects_;
 };
 
 }  // namespace depl::devcluster

@@ -21,15 +21,6 @@ struct Scheduler::Loop {
 
   explicit Loop(ApiStore& s) : store(s) {}
 
-  // Read in place: this runs for every pod at every change, and json::value() copies.
-  static std::string_view node_name_of(const json& pod) {
-    auto spec = pod.find("spec");
-    if (spec == pod.end() || !spec->is_object()) return {};
-    auto node = spec->find("nodeName");
-    return node != spec->end() && node->is_string()
-               ? std::string_view(node->get_ref<const std::string&>())
-               : std::string_view();
-  }
   static std::string_view meta_string(const json& object, const char* key) {
     auto meta = object.find("metadata");
     if (meta == object.end() || !meta->is_object()) return {};
@@ -49,7 +40,7 @@ struct Scheduler::Loop {
       auto gates = spec->find("schedulingGates");
       gated = gates != spec->end() && gates->is_array() && !gates->empty();
     }
-    return node_name_of(pod).empty() && !deleting && !gated && !pod_is_terminal(pod);
+    return pod_node_name(pod).empty() && !deleting && !gated && !pod_is_terminal(pod);
   }
 
   static json with_condition(const json& pod, json condition) {
@@ -89,7 +80,7 @@ struct Scheduler::Loop {
   void schedule_pending(bool nodes_changed) {
     if (nodes_changed) {
       node_list.clear();
-      for (const auto& [key, node] : nodes.objects()) node_list.push_back(node);
+      for (const auto& [key, node] : nodes.objects()) node_list.push_back(*node);
     }
     std::map<std::string, PodResources> used;
     struct Waiting {
@@ -98,8 +89,9 @@ struct Scheduler::Loop {
       const json* pod;
     };
     std::vector<Waiting> waiting;
-    for (const auto& [key, pod] : pods.objects()) {
-      const std::string_view node = node_name_of(pod);
+    for (const auto& [key, shared] : pods.objects()) {
+      const json& pod = *shared;
+      const std::string_view node = pod_node_name(pod);
       if (!node.empty()) {
         if (pod_is_terminal(pod)) continue;
         const auto r = pod_requests(pod);

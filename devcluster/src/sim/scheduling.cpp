@@ -134,6 +134,12 @@ bool pod_is_terminal(const json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
+std::string_view pod_node_name(const json& pod) {
+  const json& node = at(pod, {"spec", "nodeName"});
+  return node.is_string() ? std::string_view(node.get_ref<const std::string&>())
+                          : std::string_view();
+}
+
 bool node_is_ready(const json& node) {
   const json& conditions = at(node, {"status", "conditions"});
   if (!conditions.is_array()) return false;

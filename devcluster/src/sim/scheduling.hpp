@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,9 @@ PodResources pod_requests(const nlohmann::json& pod);
 PodResources node_allocatable(const nlohmann::json& node);
 
 bool pod_is_terminal(const nlohmann::json& pod);
+// spec.nodeName, read in place ("" when unbound): the simulated controllers ask it of every pod
+// at every change.
+std::string_view pod_node_name(const nlohmann::json& pod);
 
 struct SchedulingDecision {
   std::optional<std::string> node;  // chosen node, if any fits
