@@ -5,12 +5,15 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "commands.hpp"
@@ -234,41 +237,82 @@ int run_demo(const DemoOptions& o) {
   std::string last_line, final_phase;
   int last_revision = 0;
   json last;
-  while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+  // Prints what changed in a version of the job; true once the job has ended.
+  auto show = [&](const json& current) {
+    last = current;
+    const json& status = last.value("status", json::object());
+    auto plan = controller::plan_from_json(status);
+    if (plan && plan->revision != last_revision) {
+      if (tty && !last_line.empty()) fmt::print("\n");
+      last_revision = plan->revision;
+      fmt::print("plan {}: ", plan->revision);
+      for (std::size_t i = 0; i < plan->phases.size(); ++i) {
+        const auto& p = plan->phases[i];
+        fmt::print("{}{} x{} on {} ({} workers)", i ? " -> " : "", p.model, p.epochs, p.pool,
+                   p.workers);
+      }
+      fmt::print(
+          "\n      predicted cost {:.3g}, {:.1f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
+          plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
+          plan->probability);
+      last_line.clear();
+    }
+    const std::string line = status_line(last);
+    if (line != last_line) {
+      if (tty) {
+        fmt::print("\r{}", line);
+      } else {
+        fmt::print("{}\n", line);
+      }
+      std::fflush(stdout);
+      last_line = line;
+    }
+    final_phase = status.value("phase", "");
+    return final_phase == "Succeeded" || final_phase == "Failed";
+  };
+  // Follows the job with a watch from the version it was applied at, so every plan the
+  // controller writes is shown, however soon the next one replaces it (the reference worker can
+  // finish an epoch in a tenth of a second). When a watch ends or fails, the job is read again and
+  // watched from there.
+  std::string resource_version = (*applied)["metadata"].value("resourceVersion", "");
+  bool ended = show(*applied);
+  while (!ended && !stop.stop_requested()) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    kube::WatchOptions watch_options;
+    watch_options.field_selector = "metadata.name=" + name;
+    watch_options.resource_version = resource_version;
+    watch_options.timeout_seconds = static_cast<int>(std::min<std::int64_t>(left.count(), 60));
+    auto stream = client.watch(controller::job_resource(), ns, watch_options);
+    if (stream) {
+      std::stop_callback cancel_on_stop(stop.get_token(), [&] { stream->cancel(); });
+      while (!ended) {
+        auto event = stream->next();
+        if (!event || !*event) break;  // failed or ended: read the job again below
+        const kube::WatchEvent& e = **event;
+        if (e.type == kube::WatchEventType::Error) break;  // e.g. 410 Gone
+        if (e.type == kube::WatchEventType::Bookmark) {
+          resource_version = e.resource_version();
+          continue;
+        }
+        if (e.type == kube::WatchEventType::Deleted) {
+          fmt::print("\njob {}/{} was deleted\n", ns, name);
+          ended = true;
+          break;
+        }
+        resource_version = e.resource_version();
+        ended = show(e.object);
+      }
+    }
+    if (ended || stop.stop_requested()) break;
     auto current = client.get(controller::job_resource(), ns, name);
     if (current) {
-      last = *current;
-      const json& status = last.value("status", json::object());
-      auto plan = controller::plan_from_json(status);
-      if (plan && plan->revision != last_revision) {
-        if (tty && !last_line.empty()) fmt::print("\n");
-        last_revision = plan->revision;
-        fmt::print("plan {}: ", plan->revision);
-        for (std::size_t i = 0; i < plan->phases.size(); ++i) {
-          const auto& p = plan->phases[i];
-          fmt::print("{}{} x{} on {} ({} workers)", i ? " -> " : "", p.model, p.epochs, p.pool,
-                     p.workers);
-        }
-        fmt::print(
-            "\n      predicted cost {:.3g}, {:.1f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
-            plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
-            plan->probability);
-        last_line.clear();
-      }
-      const std::string line = status_line(last);
-      if (line != last_line) {
-        if (tty) {
-          fmt::print("\r{}", line);
-        } else {
-          fmt::print("{}\n", line);
-        }
-        std::fflush(stdout);
-        last_line = line;
-      }
-      final_phase = status.value("phase", "");
-      if (final_phase == "Succeeded" || final_phase == "Failed") break;
+      resource_version = (*current)["metadata"].value("resourceVersion", "");
+      ended = show(*current);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server is away: retry
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (tty) fmt::print("\n");
   const json& status = last.value("status", json::object());
