@@ -12,17 +12,30 @@ namespace depl::devcluster {
 
 using nlohmann::json;
 
+namespace {
+
+// RFC 7386 on `target` in place.
+void merge_into(json& target, const json& patch) {
+  if (!patch.is_object()) {
+    target = patch;
+    return;
+  }
+  if (!target.is_object()) target = json::object();
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    if (it->is_null()) {
+      target.erase(it.key());
+    } else {
+      merge_into(target[it.key()], *it);  // a missing member starts as null
+    }
+  }
+}
+
+}  // namespace
+
 json apply_merge_patch(const json& target, const json& patch) {
   if (!patch.is_object()) return patch;
   json result = target.is_object() ? target : json::object();
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null()) {
-      result.erase(it.key());
-    } else {
-      auto existing = result.find(it.key());
-      result[it.key()] = apply_merge_patch(existing == result.end() ? json() : *existing, *it);
-    }
-  }
+  merge_into(result, patch);
   return result;
 }
 
@@ -38,11 +51,12 @@ Expected<json> apply_json_patch(const json& target, const json& patch) {
           fmt::format("json patch operation {}: needs string fields \"op\" and \"path\"", i));
     }
   }
-  // Applied one operation at a time so an error names the failing operation.
+  // Applied one operation at a time so an error names the failing operation (on an error the
+  // partly patched copy is dropped).
   json current = target;
   for (std::size_t i = 0; i < patch.size(); ++i) {
     try {
-      current = current.patch(json::array({patch[i]}));
+      current.patch_inplace(json::array({patch[i]}));
     } catch (const json::exception& e) {
       std::string what = e.what();
       if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
@@ -105,7 +119,9 @@ std::string child_path(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
-Expected<json> merge_value(const json& original, const json& patch, const std::string& path);
+// The merges take the original by value: callers move in the part of an object they replace with
+// the result, so nothing is copied twice.
+Expected<json> merge_value(json original, const json& patch, const std::string& path);
 
 // Removes directive markers from a value that is inserted as a whole (no original to merge with).
 json strip_directives(const json& value, const std::string& path) {
@@ -133,7 +149,7 @@ json strip_directives(const json& value, const std::string& path) {
   return value;
 }
 
-Expected<json> merge_list(const json& original, const json& patch, const std::string& path) {
+Expected<json> merge_list(json original, const json& patch, const std::string& path) {
   ListStrategy strategy = strategic_list_strategy(path);
   // A {"$patch":"replace"} element means: the rest of the patch list replaces the list.
   bool replace_all = std::any_of(patch.begin(), patch.end(), [](const json& item) {
@@ -142,7 +158,7 @@ Expected<json> merge_list(const json& original, const json& patch, const std::st
   if (strategy.kind == ListStrategy::Replace || replace_all || !original.is_array()) {
     return strip_directives(patch, path);
   }
-  json result = original;
+  json result = std::move(original);
   if (strategy.kind == ListStrategy::MergePrimitives) {
     for (const auto& item : patch) {
       if (std::find(result.begin(), result.end(), item) == result.end()) result.push_back(item);
@@ -171,7 +187,7 @@ Expected<json> merge_list(const json& original, const json& patch, const std::st
     } else if (directive == "replace") {
       *match = strip_directives(item, path);
     } else {
-      auto merged = merge_value(*match, item, path);
+      auto merged = merge_value(std::move(*match), item, path);
       if (!merged) return merged;
       *match = std::move(*merged);
     }
@@ -208,7 +224,7 @@ json order_list(const json& list, const json& order, const std::string& path) {
   return ordered;
 }
 
-Expected<json> merge_object(const json& original, const json& patch, const std::string& path) {
+Expected<json> merge_object(json original, const json& patch, const std::string& path) {
   std::string directive = patch.value("$patch", "");
   if (directive == "replace") return strip_directives(patch, path);
   if (directive == "delete") return json();  // caller removes the field
@@ -216,7 +232,7 @@ Expected<json> merge_object(const json& original, const json& patch, const std::
     return error(fmt::format("{}: unknown $patch directive \"{}\"", path.empty() ? "<root>" : path,
                              directive));
   }
-  json result = original.is_object() ? original : json::object();
+  json result = original.is_object() ? std::move(original) : json::object();
   // Deletions from primitive lists first, then the merge, then element order.
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     if (!starts_with(it.key(), kDeleteFromPrimitiveList)) continue;
@@ -242,7 +258,7 @@ Expected<json> merge_object(const json& original, const json& patch, const std::
       result[key] = strip_directives(*it, sub);
       continue;
     }
-    auto merged = merge_value(*existing, *it, sub);
+    auto merged = merge_value(std::move(*existing), *it, sub);
     if (!merged) return merged;
     if (merged->is_null() && it->is_object()) {
       result.erase(key);  // $patch: delete on a map
@@ -269,12 +285,12 @@ Expected<json> merge_object(const json& original, const json& patch, const std::
   return result;
 }
 
-Expected<json> merge_value(const json& original, const json& patch, const std::string& path) {
+Expected<json> merge_value(json original, const json& patch, const std::string& path) {
   if (patch.is_object()) {
     if (!original.is_object()) return merge_object(json::object(), patch, path);
-    return merge_object(original, patch, path);
+    return merge_object(std::move(original), patch, path);
   }
-  if (patch.is_array()) return merge_list(original, patch, path);
+  if (patch.is_array()) return merge_list(std::move(original), patch, path);
   return patch;
 }
 
