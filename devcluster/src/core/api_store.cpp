@@ -130,7 +130,9 @@ ApiStore::~ApiStore() {
 
 std::vector<ResourceType> ApiStore::resource_types() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->types;
+  std::vector<ResourceType> out;
+  for (const auto& t : impl_->types) out.push_back(*t);
+  return out;
 }
 
 std::optional<ResourceType> ApiStore::find_type(const std::string& group,
@@ -159,51 +161,48 @@ ApiResult ApiStore::list(const ResourceRef& ref, const ListOptions& options) con
 
 ApiResult ApiStore::create(const ResourceRef& ref, json body, const WriteOptions& options) {
   return locked(*impl_, [&] {
-    const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
+    // Held for the request: CRD writes may change the registry.
+    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
     if (ref.subresource == "binding" && type->group.empty() && type->plural == "pods") {
       return impl_->bind(*type, ref, std::move(body), options);
     }
     if (!ref.subresource.empty()) return method_not_supported(*type, "create");
-    ResourceType t = *type;  // stable copy: CRD writes may change the registry
-    return impl_->create(t, ref, std::move(body), options);
+    return impl_->create(*type, ref, std::move(body), options);
   });
 }
 
 ApiResult ApiStore::update(const ResourceRef& ref, json body, const WriteOptions& options) {
   return locked(*impl_, [&] {
-    const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
+    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
-    ResourceType t = *type;
-    return impl_->update(t, ref, std::move(body), options);
+    return impl_->update(*type, ref, std::move(body), options);
   });
 }
 
 ApiResult ApiStore::patch(const ResourceRef& ref, PatchType patch_type, std::string_view body,
                           const WriteOptions& options) {
   return locked(*impl_, [&] {
-    const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
+    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
-    ResourceType t = *type;
-    return impl_->patch(t, ref, patch_type, body, options);
+    return impl_->patch(*type, ref, patch_type, body, options);
   });
 }
 
 ApiResult ApiStore::remove(const ResourceRef& ref, const DeleteOptions& options) {
   return locked(*impl_, [&] {
-    const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
+    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
-    ResourceType t = *type;
-    return impl_->remove(t, ref, options);
+    return impl_->remove(*type, ref, options);
   });
 }
 
 ApiResult ApiStore::remove_collection(const ResourceRef& ref, const ListOptions& selection,
                                       const DeleteOptions& options) {
   return locked(*impl_, [&] {
-    const ResourceType* type = impl_->find_type(ref.group, ref.version, ref.plural);
+    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
     if (!type) return unknown_resource();
-    ResourceType t = *type;
+    const ResourceType& t = *type;
     ListOptions all = selection;
     all.limit = 0;
     all.continue_token.clear();

@@ -24,8 +24,8 @@ struct ListKind {
   std::vector<std::string> keys;
 };
 
-// Schema node for a dotted path (CRs); null when unknown.
-json schema_at(const json& schema, const std::vector<std::string>& names) {
+// Schema node for a dotted path (CRs); nullptr when unknown.
+const json* schema_at(const json& schema, const std::vector<std::string>& names) {
   const json* node = &schema;
   for (const auto& name : names) {
     if (!node->is_object()) return nullptr;
@@ -39,7 +39,7 @@ json schema_at(const json& schema, const std::vector<std::string>& names) {
       return nullptr;
     }
   }
-  return *node;
+  return node;
 }
 
 ListKind list_kind(const std::vector<std::string>& names, const ApplyContext& context) {
@@ -56,13 +56,13 @@ ListKind list_kind(const std::vector<std::string>& names, const ApplyContext& co
     if (s.kind == ListStrategy::MergePrimitives) return {ListKind::Set, {}};
     return {};
   }
-  json node = schema_at(context.schema, names);
-  if (!node.is_object()) return {};
-  std::string type = node.value("x-kubernetes-list-type", "");
+  const json* node = context.schema ? schema_at(*context.schema, names) : nullptr;
+  if (!node || !node->is_object()) return {};
+  std::string type = node->value("x-kubernetes-list-type", "");
   if (type == "set") return {ListKind::Set, {}};
-  if (type == "map" && node.contains("x-kubernetes-list-map-keys")) {
+  if (type == "map" && node->contains("x-kubernetes-list-map-keys")) {
     ListKind kind{ListKind::Map, {}};
-    for (const auto& k : node["x-kubernetes-list-map-keys"])
+    for (const auto& k : (*node)["x-kubernetes-list-map-keys"])
       kind.keys.push_back(k.get<std::string>());
     return kind;
   }
@@ -99,8 +99,29 @@ bool ignored_metadata(const std::string& key) {
   return server_owned.count(key) > 0;
 }
 
+// Adds the field at `path` to a FieldsV1 tree.
+void insert_field(json& set, const Path& path) {
+  json* node = &set;
+  for (const auto& element : path) {
+    node = &(*node)[element];
+    if (node->is_null()) *node = json::object();
+  }
+}
+
+// Where collect puts the fields it finds: a set of paths or a FieldsV1 tree (which is what
+// build() makes of the set).
+void add_field(std::set<Path>& out, const Path& path) {
+  // Object members come in key order: paths mostly arrive sorted, hence the hint.
+  out.insert(out.end(), path);
+}
+
+void add_field(json& out, const Path& path) {
+  insert_field(out, path);
+}
+
+template <typename Out>
 void collect(const json& value, std::vector<std::string>& names, Path& path,
-             const ApplyContext& context, std::set<Path>& out) {
+             const ApplyContext& context, Out& out) {
   if (value.is_object() && !value.empty()) {
     for (auto it = value.begin(); it != value.end(); ++it) {
       if (names.empty() && ignored_at_root(it.key(), context)) continue;
@@ -119,7 +140,7 @@ void collect(const json& value, std::vector<std::string>& names, Path& path,
       for (const auto& item : value) {
         path.push_back(item_key(item, kind));
         path.push_back(".");
-        out.insert(path);
+        add_field(out, path);
         path.pop_back();
         if (kind.kind == ListKind::Map && item.is_object()) {
           for (auto it = item.begin(); it != item.end(); ++it) {
@@ -135,7 +156,7 @@ void collect(const json& value, std::vector<std::string>& names, Path& path,
       return;
     }
   }
-  if (!path.empty()) out.insert(path);
+  if (!path.empty()) add_field(out, path);
 }
 
 std::set<Path> leaf_paths(const json& config, const ApplyContext& context) {
@@ -170,24 +191,28 @@ std::set<Path> flatten(const json& set) {
   return out;
 }
 
+// Removes the field at `path` (there) from a FieldsV1 tree, and the nodes it leaves empty.
+void erase_field(json& set, const Path& path, std::size_t depth = 0) {
+  auto it = set.find(path[depth]);
+  if (depth + 1 < path.size()) {
+    erase_field(*it, path, depth + 1);
+    if (!it->empty()) return;
+  }
+  set.erase(it);
+}
+
 json build(const std::set<Path>& paths) {
   json set = json::object();
-  for (const auto& path : paths) {
-    json* node = &set;
-    for (const auto& element : path) {
-      if (!node->contains(element)) (*node)[element] = json::object();
-      node = &(*node)[element];
-    }
-  }
+  for (const auto& path : paths) insert_field(set, path);
   return set;
 }
 
 // Finds the child of `node` addressed by a path element; nullptr if absent.
 json* child(json& node, const std::string& element) {
   if (element.rfind("f:", 0) == 0) {
-    std::string key = element.substr(2);
-    if (!node.is_object() || !node.contains(key)) return nullptr;
-    return &node[key];
+    if (!node.is_object()) return nullptr;
+    auto it = node.find(std::string_view(element).substr(2));
+    return it == node.end() ? nullptr : &*it;
   }
   if (element.rfind("k:", 0) == 0 || element.rfind("v:", 0) == 0) {
     if (!node.is_array()) return nullptr;
@@ -217,6 +242,37 @@ const json* value_at(const json& object, const Path& path) {
   }
   return node;
 }
+
+// value_at for one path after another in the same (unchanging) object: it keeps the nodes of the
+// previous path and resolves the next one from the longest prefix the two share, so the paths of
+// a set, taken in order, resolve each list item (a JSON parse of its key) once, not once per
+// field under it.
+class PathResolver {
+ public:
+  explicit PathResolver(const json& object) : object_(object) {}
+
+  const json* at(const Path& path) {
+    std::size_t depth = 0;
+    while (depth < nodes_.size() && depth < path.size() && path[depth] == elements_[depth]) {
+      ++depth;
+    }
+    nodes_.resize(depth);
+    elements_.resize(depth);
+    json* node = depth == 0 ? const_cast<json*>(&object_) : nodes_.back();
+    for (; depth < path.size() && path[depth] != "."; ++depth) {
+      node = child(*node, path[depth]);
+      if (!node) return nullptr;
+      nodes_.push_back(node);
+      elements_.push_back(path[depth]);
+    }
+    return node;
+  }
+
+ private:
+  const json& object_;
+  std::vector<json*> nodes_;           // nodes_[i]: the node at elements_[0..i]
+  std::vector<std::string> elements_;  // a copy: the caller may drop its path afterwards
+};
 
 void remove_at(json& object, const Path& path) {
   Path target = path;
@@ -307,28 +363,51 @@ struct Entry {
   std::string api_version;
   std::string time;
   std::set<Path> fields;
+  // Instead of `fields`: the entry itself, in written form (see track_update). It is edited in
+  // place, and write_entries moves it into the new list.
+  json* written = nullptr;
 };
+
+// An entry of managedFields without its fields.
+Entry entry_header(const json& m) {
+  return {m.value("manager", ""),     m.value("operation", "Update"),
+          m.value("subresource", ""), m.value("apiVersion", ""),
+          m.value("time", ""),        {}};
+}
+
+Entry read_entry(const json& m) {
+  Entry e = entry_header(m);
+  if (auto fields = m.find("fieldsV1"); fields != m.end()) e.fields = flatten(*fields);
+  return e;
+}
 
 std::vector<Entry> read_entries(const json& object) {
   std::vector<Entry> entries;
-  const json managed = object.value("/metadata/managedFields"_json_pointer, json::array());
-  for (const auto& m : managed) {
-    if (!m.is_object()) continue;
-    entries.push_back({m.value("manager", ""), m.value("operation", "Update"),
-                       m.value("subresource", ""), m.value("apiVersion", ""), m.value("time", ""),
-                       flatten(m.value("fieldsV1", json::object()))});
+  static const json::json_pointer kManagedFields("/metadata/managedFields");
+  if (!object.contains(kManagedFields)) return entries;
+  for (const auto& m : object[kManagedFields]) {
+    if (m.is_object()) entries.push_back(read_entry(m));
   }
   return entries;
+}
+
+// An entry as write_entries writes it ("written form").
+json written_entry(const Entry& e, FieldSet fields) {
+  json m = {{"manager", e.manager}, {"operation", e.operation}, {"apiVersion", e.api_version},
+            {"time", e.time},       {"fieldsType", "FieldsV1"}, {"fieldsV1", std::move(fields)}};
+  if (!e.subresource.empty()) m["subresource"] = e.subresource;
+  return m;
 }
 
 void write_entries(json& object, const std::vector<Entry>& entries) {
   json managed = json::array();
   for (const auto& e : entries) {
+    if (e.written) {
+      if (!(*e.written)["fieldsV1"].empty()) managed.push_back(std::move(*e.written));
+      continue;
+    }
     if (e.fields.empty()) continue;
-    json m = {{"manager", e.manager}, {"operation", e.operation}, {"apiVersion", e.api_version},
-              {"time", e.time},       {"fieldsType", "FieldsV1"}, {"fieldsV1", build(e.fields)}};
-    if (!e.subresource.empty()) m["subresource"] = e.subresource;
-    managed.push_back(std::move(m));
+    managed.push_back(written_entry(e, build(e.fields)));
   }
   if (!object.contains("metadata") || !object["metadata"].is_object()) {
     object["metadata"] = json::object();
@@ -337,6 +416,55 @@ void write_entries(json& object, const std::vector<Entry>& entries) {
     object["metadata"].erase("managedFields");
   } else {
     object["metadata"]["managedFields"] = std::move(managed);
+  }
+}
+
+// Whether a FieldsV1 tree holds objects only, "." members empty: what build() makes of the paths
+// flatten() finds in it.
+bool tree_in_written_form(const json& fields) {
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
+    if (!it->is_object()) return false;
+    if (it.key() == "." ? !it->empty() : !tree_in_written_form(*it)) return false;
+  }
+  return true;
+}
+
+// Whether a managedFields entry is exactly what write_entries makes of what read_entries reads
+// from it: the string members it writes, "subresource" only when not empty, and fields (some) in
+// written form.
+bool in_written_form(const json& m) {
+  for (const char* key : {"manager", "operation", "apiVersion", "time"}) {
+    auto it = m.find(key);
+    if (it == m.end() || !it->is_string()) return false;
+  }
+  auto type = m.find("fieldsType");
+  if (type == m.end() || *type != "FieldsV1") return false;
+  auto subresource = m.find("subresource");
+  const bool has_subresource = subresource != m.end();
+  if (has_subresource &&
+      (!subresource->is_string() || subresource->get_ref<const std::string&>().empty())) {
+    return false;
+  }
+  auto fields = m.find("fieldsV1");
+  if (fields == m.end() || !fields->is_object() || fields->empty()) return false;
+  return m.size() == (has_subresource ? 7u : 6u) && tree_in_written_form(*fields);
+}
+
+// The fields of `fields` (a FieldsV1 tree in written form, at `path`) that track_update takes
+// from their manager: those that changed, unless the manager made the change (`own`), and those
+// `after` neither sets nor holds any more. `value` is the node of `after` at `path`, if any.
+void find_lost_fields(const json& fields, const json* value, Path& path, const std::set<Path>& now,
+                      const std::set<Path>& changed, bool own, std::vector<Path>& lost) {
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
+    const bool self = it.key() == ".";
+    const json* node = self || !value ? value : child(const_cast<json&>(*value), it.key());
+    path.push_back(it.key());
+    if (self || it->empty()) {
+      if (changed.count(path) ? !own : !node && !now.count(path)) lost.push_back(path);
+    } else {
+      find_lost_fields(*it, node, path, now, changed, own, lost);
+    }
+    path.pop_back();
   }
 }
 
@@ -352,7 +480,11 @@ Entry& entry_for(std::vector<Entry>& entries, const std::string& manager,
 }  // namespace
 
 FieldSet fields_of(const json& config, const ApplyContext& context) {
-  return build(leaf_paths(config, context));
+  FieldSet set = json::object();
+  std::vector<std::string> names;
+  Path path;
+  collect(config, names, path, context, set);
+  return set;
 }
 
 Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json& config,
@@ -446,38 +578,93 @@ Expected<ApplyOutcome, ApiResult> server_side_apply(const json& live, const json
 
 void track_update(const json& before, json& after, const std::string& manager,
                   const ApplyContext& context, const std::string& time) {
-  // The request's managedFields win (kubectl's client-side-apply -> SSA upgrade rewrites them
-  // with a JSON patch); the store fills in the old ones when a request leaves them out.
-  std::vector<Entry> entries = read_entries(
-      after.contains("/metadata/managedFields"_json_pointer) || !before.is_object() ? after
-                                                                                    : before);
+  static const json::json_pointer kManagedFields("/metadata/managedFields");
+  std::string subresource = context.status_endpoint ? "status" : "";
+  if (!before.is_object() && !after.contains(kManagedFields)) {
+    // A new object without managedFields (a create): every field it sets is the manager's.
+    Entry mine{manager, "Update", subresource, after.value("apiVersion", ""), time, {}};
+    json entry = written_entry(mine, fields_of(after, context));
+    mine.written = &entry;
+    write_entries(after, {mine});
+    return;
+  }
+  // The fields `after` sets: those whose value differs from `before` move from `now` to
+  // `changed` (the two together are every field set).
   std::set<Path> now = leaf_paths(after, context);
   std::set<Path> changed;
-  for (const auto& path : now) {
+  PathResolver old_values(before);
+  PathResolver new_values(after);
+  for (auto it = now.begin(); it != now.end();) {
+    const Path& path = *it;
+    bool differs = false;
     if (path.back() == ".") {
-      if (!before.is_object() || !value_at(before, path)) changed.insert(path);
+      differs = !before.is_object() || !old_values.at(path);
+    } else {
+      const json* old_value = before.is_object() ? old_values.at(path) : nullptr;
+      const json* new_value = old_value ? new_values.at(path) : nullptr;
+      differs = !old_value || !new_value || *old_value != *new_value;
+    }
+    if (differs) {
+      changed.insert(now.extract(it++));
+    } else {
+      ++it;
+    }
+  }
+  // The request's managedFields win (kubectl's client-side-apply -> SSA upgrade rewrites them
+  // with a JSON patch); the store fills in the old ones when a request leaves them out. They are
+  // replaced below: entries can move out of them.
+  json old_entries;
+  json* managed = &old_entries;
+  if (after.contains(kManagedFields)) {
+    managed = &after[kManagedFields];
+  } else if (before.is_object() && before.contains(kManagedFields)) {
+    old_entries = before[kManagedFields];
+  }
+  // Entries in written form (all but those a client wrote) are edited in place: the few fields a
+  // write takes or gives are erased from or added to their FieldsV1 tree, which is what taking
+  // them apart into paths and building them again would give. Other entries go through paths.
+  std::vector<Entry> entries;
+  std::vector<std::pair<json*, Path>> lost;  // in written-form entries
+  for (auto& m : *managed) {
+    if (!m.is_object()) continue;
+    if (!in_written_form(m)) {
+      entries.push_back(read_entry(m));
       continue;
     }
-    const json* old_value = before.is_object() ? value_at(before, path) : nullptr;
-    const json* new_value = value_at(after, path);
-    if (!old_value || !new_value || *old_value != *new_value) changed.insert(path);
+    Entry e = entry_header(m);
+    e.written = &m;
+    json& fields = m["fieldsV1"];
+    std::vector<Path> dropped;
+    Path path;
+    find_lost_fields(fields, &after, path, now, changed,
+                     e.manager == manager && e.operation == "Update", dropped);
+    for (auto& p : dropped) lost.emplace_back(&fields, std::move(p));
+    entries.push_back(std::move(e));
   }
-  std::string subresource = context.status_endpoint ? "status" : "";
   for (auto& e : entries) {
     for (auto it = e.fields.begin(); it != e.fields.end();) {
-      bool gone = !now.count(*it) && !value_at(after, *it);
-      if (gone || (changed.count(*it) && !(e.manager == manager && e.operation == "Update"))) {
+      bool is_changed = changed.count(*it) > 0;
+      bool gone = !is_changed && !new_values.at(*it) && !now.count(*it);
+      if (gone || (is_changed && !(e.manager == manager && e.operation == "Update"))) {
         it = e.fields.erase(it);
       } else {
         ++it;
       }
     }
   }
+  // No lookup in `after` is left: the entries in its managedFields can change.
+  for (const auto& [fields, path] : lost) erase_field(*fields, path);
   if (!changed.empty()) {
     Entry& mine = entry_for(entries, manager, "Update", subresource);
-    mine.fields.insert(changed.begin(), changed.end());
-    mine.time = time;
-    mine.api_version = after.value("apiVersion", "");
+    if (mine.written) {
+      for (const auto& path : changed) insert_field((*mine.written)["fieldsV1"], path);
+      (*mine.written)["time"] = time;
+      (*mine.written)["apiVersion"] = after.value("apiVersion", "");
+    } else {
+      mine.fields.merge(changed);
+      mine.time = time;
+      mine.api_version = after.value("apiVersion", "");
+    }
   }
   write_entries(after, entries);
 }

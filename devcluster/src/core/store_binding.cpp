@@ -45,11 +45,12 @@ std::vector<FieldError> target_problems(const std::string& kind, const std::stri
 // (or appended): reason and message go, and lastTransitionTime is `now` unless it was True
 // already (podutil.UpdatePodCondition).
 json with_pod_scheduled(const json& pod, const std::string& now) {
+  static const json::json_pointer kConditions("/status/conditions");
   json scheduled = {{"type", "PodScheduled"},
                     {"status", "True"},
                     {"lastProbeTime", nullptr},
                     {"lastTransitionTime", now}};
-  json conditions = pod.value("/status/conditions"_json_pointer, json::array());
+  json conditions = pod.value(kConditions, json::array());
   if (!conditions.is_array()) conditions = json::array();
   for (auto& c : conditions) {
     if (!c.is_object() || c.value("type", json()) != "PodScheduled") continue;
@@ -111,20 +112,25 @@ ApiResult ApiStore::Impl::bind(const ResourceType& pods, const ResourceRef& ref,
                                         precondition(*resource_version))) {
     return *failed;
   }
-  const json pod = *present(pods, current);
+  // Read only: the stored object itself (pods need no conversion).
+  const ObjectPtr shown = present(pods, current);
+  const json& pod = *shown;
+  static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+  static const json::json_pointer kNodeName("/spec/nodeName");
+  static const json::json_pointer kSchedulingGates("/spec/schedulingGates");
   // The registry's own refusals are conflicts on pods/binding, worded as it words them.
-  if (pod.contains("/metadata/deletionTimestamp"_json_pointer)) {
+  if (pod.contains(kDeletionTimestamp)) {
     return conflict("pods/binding", ref.name,
                     fmt::format("pod {} is being deleted, cannot be assigned to a host", ref.name));
   }
-  const json assigned = pod.value("/spec/nodeName"_json_pointer, json());
+  const json assigned = pod.value(kNodeName, json());
   if (assigned.is_string() && !assigned.get<std::string>().empty()) {
     return conflict("pods/binding", ref.name,
                     fmt::format("pod {} is already assigned to node \"{}\"", ref.name,
                                 assigned.get<std::string>()));
   }
-  const json gates = pod.value("/spec/schedulingGates"_json_pointer, json());
-  if (gates.is_array() && !gates.empty()) {
+  if (pod.contains(kSchedulingGates) && pod[kSchedulingGates].is_array() &&
+      !pod[kSchedulingGates].empty()) {
     return conflict("pods/binding", ref.name,
                     fmt::format("pod {} has non-empty .spec.schedulingGates", ref.name));
   }

@@ -12,19 +12,34 @@ using nlohmann::json;
 
 namespace {
 
+// The value at `pointer` in `object`, read in place (an empty array when there is none): the
+// garbage collector looks at every dependent of an owner on each create.
+const json& array_at(const json& object, const json::json_pointer& pointer) {
+  static const json none = json::array();
+  return object.contains(pointer) ? object[pointer] : none;
+}
+
 bool has_finalizer(const json& object, const std::string& finalizer) {
-  for (const auto& f : object.value("/metadata/finalizers"_json_pointer, json::array())) {
+  static const json::json_pointer kFinalizers("/metadata/finalizers");
+  for (const auto& f : array_at(object, kFinalizers)) {
     if (f == finalizer) return true;
   }
   return false;
 }
 
 bool is_deleting(const json& object) {
-  return object.contains("/metadata/deletionTimestamp"_json_pointer);
+  static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+  return object.contains(kDeletionTimestamp);
 }
 
 std::string uid_of(const json& object) {
-  return object.value("/metadata/uid"_json_pointer, std::string());
+  static const json::json_pointer kUid("/metadata/uid");
+  return object.value(kUid, std::string());
+}
+
+const json& owner_references(const json& object) {
+  static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
+  return array_at(object, kOwnerReferences);
 }
 
 constexpr const char* kForeground = "foregroundDeletion";
@@ -160,7 +175,7 @@ void ApiStore::Impl::remove_with(const std::string& storage_key, const std::stri
     after_write(copy, *last, true);
   }
   std::vector<std::string> owners;
-  for (const auto& r : last->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+  for (const auto& r : owner_references(*last)) {
     if (r.contains("uid") && r["uid"].is_string()) owners.push_back(r["uid"]);
   }
   std::set<std::string> namespaces;
@@ -208,7 +223,7 @@ void ApiStore::Impl::collect_garbage(std::vector<std::string> dependents_of,
       ObjectPtr object = lookup(storage_key, key);
       if (!object || is_deleting(*object)) continue;
       bool solid = false, foreground = false;
-      for (const auto& r : object->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+      for (const auto& r : owner_references(*object)) {
         auto owner_loc = by_uid.find(r.value("uid", ""));
         if (owner_loc == by_uid.end()) continue;
         ObjectPtr owner = lookup(owner_loc->second.first, owner_loc->second.second);
@@ -237,7 +252,7 @@ void ApiStore::Impl::collect_garbage(std::vector<std::string> dependents_of,
         if (dep_loc == by_uid.end()) continue;
         ObjectPtr d = lookup(dep_loc->second.first, dep_loc->second.second);
         if (!d) continue;
-        for (const auto& r : d->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+        for (const auto& r : owner_references(*d)) {
           if (r.value("uid", "") == owner_uid && r.value("blockOwnerDeletion", false)) {
             blocked = true;
           }

@@ -28,15 +28,17 @@ std::optional<ApiResult> check_preconditions(const ResourceType& type, const Res
                                              const json& current,
                                              const std::optional<std::string>& uid,
                                              const std::optional<std::string>& resource_version) {
-  const std::string current_uid = current.value("/metadata/uid"_json_pointer, std::string());
+  // json_pointer literals parse their text on every use: the write path keeps its pointers.
+  static const json::json_pointer kUid("/metadata/uid");
+  static const json::json_pointer kResourceVersion("/metadata/resourceVersion");
+  const std::string current_uid = current.value(kUid, std::string());
   if (uid && *uid != current_uid) {
     return conflict(
         type.qualified_resource(), ref.name,
         fmt::format("Precondition failed: UID in precondition: {}, UID in object meta: {}", *uid,
                     current_uid));
   }
-  const std::string current_rv =
-      current.value("/metadata/resourceVersion"_json_pointer, std::string());
+  const std::string current_rv = current.value(kResourceVersion, std::string());
   if (resource_version && *resource_version != current_rv) {
     return conflict(type.qualified_resource(), ref.name,
                     fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
@@ -64,20 +66,28 @@ std::string default_manager(const WriteOptions& options) {
 }
 
 ApiStore::Impl::Impl(StoreOptions opts) : options(std::move(opts)), random(options.seed) {
-  types = builtin_resource_types();
+  for (auto& t : builtin_resource_types()) {
+    types.push_back(std::make_shared<const ResourceType>(std::move(t)));
+  }
 }
 
 const ResourceType* ApiStore::Impl::find_type(const std::string& group, const std::string& version,
                                               const std::string& plural) const {
+  return shared_type(group, version, plural).get();
+}
+
+std::shared_ptr<const ResourceType> ApiStore::Impl::shared_type(const std::string& group,
+                                                                const std::string& version,
+                                                                const std::string& plural) const {
   for (const auto& t : types) {
-    if (t.group == group && t.version == version && t.plural == plural) return &t;
+    if (t->group == group && t->version == version && t->plural == plural) return t;
   }
   return nullptr;
 }
 
 const ResourceType* ApiStore::Impl::storage_type(const std::string& storage_key) const {
   for (const auto& t : types) {
-    if (t.storage_key == storage_key) return &t;
+    if (t->storage_key == storage_key) return t.get();
   }
   return nullptr;
 }
@@ -108,7 +118,9 @@ ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& sto
     return std::make_shared<const json>(event_to_events_v1(*stored));
   if (type.custom) {
     bool same_version = stored->value("apiVersion", "") == type.api_version();
-    if (same_version && !type.schema) return stored;
+    if (same_version && (!type.schema || !lacks_schema_defaults(*stored, *type.schema))) {
+      return stored;
+    }
     json copy = *stored;
     copy["apiVersion"] = type.api_version();
     if (type.schema) apply_schema_defaults(copy, *type.schema);
@@ -130,22 +142,32 @@ void ApiStore::Impl::set_rv(json& object, std::uint64_t version) const {
 namespace {
 
 std::vector<std::string> owner_uids(const json& object) {
+  static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
   std::vector<std::string> uids;
-  const json refs = object.value("/metadata/ownerReferences"_json_pointer, json::array());
-  for (const auto& r : refs) {
+  if (!object.contains(kOwnerReferences)) return uids;
+  for (const auto& r : object[kOwnerReferences]) {
     if (r.is_object() && r.contains("uid") && r["uid"].is_string()) uids.push_back(r["uid"]);
   }
   return uids;
 }
 
 std::string uid_of(const json& object) {
-  return object.value("/metadata/uid"_json_pointer, std::string());
+  static const json::json_pointer kUid("/metadata/uid");
+  return object.value(kUid, std::string());
+}
+
+// The labels of an object, read in place (null when it has none).
+const json& labels_of(const json& object) {
+  static const json::json_pointer kLabels("/metadata/labels");
+  static const json none;
+  return object.contains(kLabels) ? object[kLabels] : none;
 }
 
 }  // namespace
 
 void ApiStore::Impl::put(const std::string& storage_key, const std::string& key, ObjectPtr object,
                          const ObjectPtr& previous) {
+  static const json::json_pointer kResourceVersion("/metadata/resourceVersion");
   if (previous) {
     for (const auto& owner : owner_uids(*previous)) {
       auto it = dependents.find(owner);
@@ -159,13 +181,13 @@ void ApiStore::Impl::put(const std::string& storage_key, const std::string& key,
   for (const auto& owner : owner_uids(*object)) dependents[owner].insert(uid);
   by_uid[uid] = {storage_key, key};
   storage[storage_key][key] = object;
-  std::uint64_t version =
-      std::stoull(object->value("/metadata/resourceVersion"_json_pointer, std::string("0")));
+  std::uint64_t version = std::stoull(object->value(kResourceVersion, std::string("0")));
   record_event({version, storage_key, previous ? "MODIFIED" : "ADDED", object, previous});
 }
 
 void ApiStore::Impl::erase(const std::string& storage_key, const std::string& key,
                            const ObjectPtr& last) {
+  static const json::json_pointer kResourceVersion("/metadata/resourceVersion");
   storage[storage_key].erase(key);
   std::string uid = uid_of(*last);
   by_uid.erase(uid);
@@ -176,12 +198,12 @@ void ApiStore::Impl::erase(const std::string& storage_key, const std::string& ke
       if (it->second.empty()) dependents.erase(it);
     }
   }
-  std::uint64_t version =
-      std::stoull(last->value("/metadata/resourceVersion"_json_pointer, std::string("0")));
+  std::uint64_t version = std::stoull(last->value(kResourceVersion, std::string("0")));
   record_event({version, storage_key, "DELETED", last, nullptr});
 }
 
 void ApiStore::Impl::record_event(HistoryEvent event) {
+  static const json::json_pointer kNamespace("/metadata/namespace");
   // Fan out to watchers, converting once per distinct served type.
   std::map<const ResourceType*, std::pair<ObjectPtr, ObjectPtr>> presented;
   for (auto it = watchers.begin(); it != watchers.end();) {
@@ -204,12 +226,8 @@ void ApiStore::Impl::record_event(HistoryEvent event) {
     const ObjectPtr& before = cached->second.second;
     // Field selectors are evaluated on the storage (core) form; see watch().
     auto matches_stored = [&](const ObjectPtr& stored, const ObjectPtr& shown) {
-      if (!w.ns.empty() &&
-          shown->value("/metadata/namespace"_json_pointer, std::string()) != w.ns) {
-        return false;
-      }
-      return w.labels.matches(shown->value("/metadata/labels"_json_pointer, json())) &&
-             w.fields.matches(*stored);
+      if (!w.ns.empty() && shown->value(kNamespace, std::string()) != w.ns) return false;
+      return w.labels.matches(labels_of(*shown)) && w.fields.matches(*stored);
     };
     bool now_matches = matches_stored(event.object, now);
     if (event.type == "MODIFIED" && event.previous) {

@@ -49,8 +49,9 @@ struct ApiStore::Impl {
   mutable std::mutex mutex;
   std::mt19937_64 random;
 
-  // Registry: built-ins first, then CRD-defined types in the order CRDs were established.
-  std::vector<ResourceType> types;
+  // Registry: built-ins first, then CRD-defined types in the order CRDs were established. A CRD
+  // write replaces its types: a request holding one (shared_type) keeps it as it was.
+  std::vector<std::shared_ptr<const ResourceType>> types;
   std::map<std::string, std::vector<ResourceType>> crd_types;  // CRD name -> its types
   std::uint64_t registry_generation = 1;
 
@@ -76,6 +77,9 @@ struct ApiStore::Impl {
   // ---- helpers (store_impl.cpp) ----------------------------------------------------------
   const ResourceType* find_type(const std::string& group, const std::string& version,
                                 const std::string& plural) const;
+  std::shared_ptr<const ResourceType> shared_type(const std::string& group,
+                                                  const std::string& version,
+                                                  const std::string& plural) const;
   const ResourceType* storage_type(const std::string& storage_key) const;  // any version
   std::string now_text() const;
   std::string new_uid();
@@ -158,6 +162,10 @@ std::optional<ApiResult> check_preconditions(const ResourceType& type, const Res
                                              const nlohmann::json& current,
                                              const std::optional<std::string>& uid,
                                              const std::optional<std::string>& resource_version);
+
+// Whether apply_schema_defaults would change `object` (structural_schema.cpp): presenting a
+// custom resource copies it only then.
+bool lacks_schema_defaults(const nlohmann::json& object, const nlohmann::json& schema);
 
 // Per-kind defaults on create (pods, services, namespaces, secrets, deployments).
 void apply_builtin_defaults(const ResourceType& type, nlohmann::json& object,

@@ -36,35 +36,79 @@ std::optional<std::string> name_problem(const std::string& name) {
   return std::nullopt;
 }
 
-// The object without the fields a generation does not count (metadata; status when the type
-// has a status subresource).
-json spec_part(const json& object, bool has_status) {
-  json copy = object;
-  copy.erase("metadata");
-  if (has_status) copy.erase("status");
-  return copy;
+// Whether two objects have the same members apart from those `ignored` names, comparing the
+// others with `same(key, a_value, b_value)`. Members come in key order in both objects.
+template <typename Ignored, typename Same>
+bool same_members(const json& a, const json& b, Ignored ignored, Same same) {
+  auto ai = a.begin();
+  auto bi = b.begin();
+  while (true) {
+    while (ai != a.end() && ignored(ai.key())) ++ai;
+    while (bi != b.end() && ignored(bi.key())) ++bi;
+    if (ai == a.end() || bi == b.end()) return ai == a.end() && bi == b.end();
+    if (ai.key() != bi.key() || !same(ai.key(), *ai, *bi)) return false;
+    ++ai;
+    ++bi;
+  }
 }
 
-// For no-op detection: the object without bookkeeping that changes on every write.
-json comparable(const json& object) {
-  json copy = object;
-  if (copy.contains("metadata") && copy["metadata"].is_object()) {
-    copy["metadata"].erase("resourceVersion");
-    // managedFields count (a request may rewrite them), their timestamps do not.
-    if (copy["metadata"].contains("managedFields") &&
-        copy["metadata"]["managedFields"].is_array()) {
-      for (auto& entry : copy["metadata"]["managedFields"]) {
-        if (entry.is_object()) entry.erase("time");
+bool equal_values(const std::string&, const json& a, const json& b) {
+  return a == b;
+}
+
+// Whether the fields a generation counts (all but metadata, and status when the type has a status
+// subresource) are the same in both objects.
+bool same_spec(const json& a, const json& b, bool has_status) {
+  return same_members(
+      a, b,
+      [&](const std::string& key) { return key == "metadata" || (has_status && key == "status"); },
+      equal_values);
+}
+
+// For no-op detection: whether two objects are equal apart from bookkeeping that changes on every
+// write (metadata.resourceVersion; the time of each managedFields entry: the entries themselves
+// count, a request may rewrite them).
+bool same_apart_from_bookkeeping(const json& a, const json& b) {
+  auto same_entries = [](const json& x, const json& y) {
+    if (!x.is_array() || !y.is_array() || x.size() != y.size()) return x == y;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (!x[i].is_object() || !y[i].is_object()) {
+        if (x[i] != y[i]) return false;
+      } else if (!same_members(
+                     x[i], y[i], [](const std::string& key) { return key == "time"; },
+                     equal_values)) {
+        return false;
       }
     }
-  }
-  return copy;
+    return true;
+  };
+  auto same_metadata = [&](const json& x, const json& y) {
+    if (!x.is_object() || !y.is_object()) return x == y;
+    return same_members(
+        x, y, [](const std::string& key) { return key == "resourceVersion"; },
+        [&](const std::string& key, const json& u, const json& v) {
+          return key == "managedFields" ? same_entries(u, v) : u == v;
+        });
+  };
+  if (!a.is_object() || !b.is_object()) return a == b;
+  return same_members(
+      a, b, [](const std::string&) { return false; },
+      [&](const std::string& key, const json& x, const json& y) {
+        return key == "metadata" ? same_metadata(x, y) : x == y;
+      });
+}
+
+// Sets `object`'s member `key` to `value`, copying only when they differ (comparing allocates
+// nothing; a write usually leaves most of an object as it was).
+void assign_member(json& object, const std::string& key, const json& value) {
+  auto it = object.find(key);
+  if (it == object.end() || *it != value) object[key] = value;
 }
 
 ApplyContext apply_context(const ResourceType& type, bool status_endpoint) {
   ApplyContext context;
   context.builtin = !type.custom;
-  context.schema = type.schema ? *type.schema : json();
+  context.schema = type.schema ? &*type.schema : nullptr;
   context.has_status_subresource = type.has_status_subresource;
   context.status_endpoint = status_endpoint;
   return context;
@@ -104,7 +148,8 @@ std::optional<ApiResult> check_kind(const std::string& expected_api_version,
 std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& object,
                                                const WriteOptions& options,
                                                std::vector<std::string>& warnings) {
-  std::string name = object.value("/metadata/name"_json_pointer, std::string());
+  static const json::json_pointer kName("/metadata/name");
+  std::string name = object.value(kName, std::string());
   if (type.group.empty() && type.plural == "secrets" && object.contains("stringData")) {
     if (object["stringData"].is_object()) {
       for (auto& [k, v] : object["stringData"].items()) {
@@ -181,7 +226,8 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   if (type.namespaced) {
     ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
     if (!ns) return not_found("namespaces", ref.ns);
-    if (ns->contains("/metadata/deletionTimestamp"_json_pointer)) {
+    static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+    if (ns->contains(kDeletionTimestamp)) {
       return status_error(
           403, "Forbidden",
           fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
@@ -226,8 +272,11 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   // owner references none of which exists any more (a controller racing its owner's deletion)
   // is deleted right away instead of living forever.
   std::vector<std::string> owner_uids;
-  for (const auto& r : object->value("/metadata/ownerReferences"_json_pointer, json::array())) {
-    if (r.is_object()) owner_uids.push_back(r.value("uid", ""));
+  static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
+  if (object->contains(kOwnerReferences)) {
+    for (const auto& r : (*object)[kOwnerReferences]) {
+      if (r.is_object()) owner_uids.push_back(r.value("uid", ""));
+    }
   }
   if (!owner_uids.empty()) collect_garbage(owner_uids, {}, {});
   ObjectPtr latest = lookup(type.storage_key, key);
@@ -275,9 +324,12 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
                                        const WriteOptions& options, bool check_rv,
                                        bool managed_fields_done) {
   bool status_endpoint = ref.subresource == "status";
-  const json before = *present(type, current);
-  if (check_rv && next.contains("/metadata/resourceVersion"_json_pointer)) {
-    const json& wanted = next["/metadata/resourceVersion"_json_pointer];
+  // Read only: often the stored object itself.
+  const ObjectPtr shown = present(type, current);
+  const json& before = *shown;
+  static const json::json_pointer kResourceVersion("/metadata/resourceVersion");
+  if (check_rv && next.contains(kResourceVersion)) {
+    const json& wanted = next[kResourceVersion];
     if (!wanted.is_string() || wanted != before["metadata"]["resourceVersion"]) {
       return conflict(type.qualified_resource(), ref.name,
                       "the object has been modified; please apply your changes to the latest "
@@ -287,24 +339,28 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
   // What each endpoint may change.
   if (type.has_status_subresource) {
     if (status_endpoint) {
-      json status = next.contains("status") ? next["status"] : json();
-      json metadata = next["metadata"];
-      next = before;
-      if (status.is_null()) {
-        next.erase("status");
-      } else {
-        next["status"] = status;
+      // /status keeps everything but the status, except what apply/patch tracked in
+      // managedFields.
+      std::optional<json> tracked;
+      if (managed_fields_done && next["metadata"].contains("managedFields")) {
+        tracked = std::move(next["metadata"]["managedFields"]);
       }
-      // /status keeps metadata except what apply/patch tracked in managedFields.
-      if (managed_fields_done && metadata.contains("managedFields")) {
-        next["metadata"]["managedFields"] = metadata["managedFields"];
+      for (auto it = next.begin(); it != next.end();) {
+        if (it.key() != "status" && !before.contains(it.key())) {
+          it = next.erase(it);
+        } else {
+          ++it;
+        }
       }
+      for (const auto& [key, value] : before.items()) {
+        if (key != "status") assign_member(next, key, value);
+      }
+      if (next.contains("status") && next["status"].is_null()) next.erase("status");
+      if (tracked) next["metadata"]["managedFields"] = std::move(*tracked);
+    } else if (before.contains("status")) {
+      assign_member(next, "status", before["status"]);
     } else {
-      if (before.contains("status")) {
-        next["status"] = before["status"];
-      } else {
-        next.erase("status");
-      }
+      next.erase("status");
     }
   }
   json& meta = next["metadata"];
@@ -343,11 +399,8 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
   }
   std::vector<std::string> warnings;
   if (auto problem = admit(type, next, options, warnings)) return *problem;
-  if (spec_part(next, type.has_status_subresource) !=
-      spec_part(before, type.has_status_subresource)) {
-    meta = next["metadata"];
-    meta["generation"] = before["metadata"].value("generation", 1) + 1;
-    next["metadata"] = meta;
+  if (!same_spec(next, before, type.has_status_subresource)) {
+    next["metadata"]["generation"] = before["metadata"].value("generation", 1) + 1;
   }
   if (!managed_fields_done) {
     track_update(before, next, default_manager(options), apply_context(type, status_endpoint),
@@ -358,10 +411,10 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
   // status, a label) keeps it until the kubelet deletes it with grace period 0.
   bool finalized = old_meta.contains("deletionTimestamp") && !finalizers_of(before).empty() &&
                    finalizers_of(next).empty();
-  if (comparable(next) == comparable(before) && !finalized) {
+  if (same_apart_from_bookkeeping(next, before) && !finalized) {
     return ApiResult{200, before, warnings};  // no-op: no new resourceVersion, no event
   }
-  if (options.dry_run) return ApiResult{200, next, warnings};
+  if (options.dry_run) return ApiResult{200, std::move(next), warnings};
   json stored = to_storage(type, std::move(next));
   set_rv(stored, next_rv());
   auto object = std::make_shared<const json>(std::move(stored));
@@ -373,7 +426,8 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
     put(type.storage_key, key, object, current);
     after_write(type, *object, false);
     if (old_meta.contains("deletionTimestamp")) {
-      collect_garbage({}, {object->value("/metadata/uid"_json_pointer, std::string())}, {});
+      static const json::json_pointer kUid("/metadata/uid");
+      collect_garbage({}, {object->value(kUid, std::string())}, {});
     }
   }
   record_write(status_endpoint ? "update-status" : "update", type, ref, default_manager(options),
@@ -417,7 +471,7 @@ ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref
           "PatchOptions.meta.k8s.io", "", "PatchOptions", "meta.k8s.io",
           {{"FieldValueRequired", "fieldManager", "Required value: is required for apply patch"}});
     }
-    json config = patch;
+    json config = std::move(patch);
     if (auto problem = check_kind(type.api_version(), type.kind, config)) return *problem;
     if (config["metadata"].value("name", "") != ref.name) {
       return bad_request(
@@ -425,8 +479,9 @@ ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref
                       config["metadata"].value("name", ""), ref.name));
     }
     ApplyContext context = apply_context(type, status_endpoint);
-    json live = current ? *present(type, current) : json();
-    auto outcome = server_side_apply(live, config, manager, options.force, context, now_text());
+    const ObjectPtr live = current ? present(type, current) : nullptr;
+    auto outcome = server_side_apply(live ? *live : json(), config, manager, options.force, context,
+                                     now_text());
     if (!outcome) return outcome.error();
     if (!current) {
       if (status_endpoint) return not_found(type.qualified_resource(), ref.name);
@@ -435,7 +490,8 @@ ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref
     return write_update(type, ref, current, std::move(outcome->object), options, true, true);
   }
   if (!current) return not_found(type.qualified_resource(), ref.name);
-  json live = *present(type, current);
+  const ObjectPtr shown = present(type, current);
+  const json& live = *shown;
   json next;
   switch (patch_type) {
     case PatchType::Merge:
@@ -476,9 +532,9 @@ void ApiStore::Impl::after_write(const ResourceType& type, const json& object, b
   if (type.group == "apiextensions.k8s.io" && type.plural == "customresourcedefinitions") {
     // Remove this CRD's old types; their objects go when the CRD goes.
     std::vector<ResourceType> old = crd_types[name];
-    std::erase_if(types, [&](const ResourceType& t) {
+    std::erase_if(types, [&](const std::shared_ptr<const ResourceType>& t) {
       return std::any_of(old.begin(), old.end(), [&](const ResourceType& o) {
-        return o.group == t.group && o.version == t.version && o.plural == t.plural;
+        return o.group == t->group && o.version == t->version && o.plural == t->plural;
       });
     });
     crd_types.erase(name);
@@ -508,7 +564,7 @@ void ApiStore::Impl::after_write(const ResourceType& type, const json& object, b
     bool conflict = false;
     for (const auto& t : *established) {
       for (const auto& other : types) {
-        if (other.group == t.group && (other.plural == t.plural || other.kind == t.kind)) {
+        if (other->group == t.group && (other->plural == t.plural || other->kind == t.kind)) {
           conflict = true;
         }
       }
@@ -541,7 +597,7 @@ void ApiStore::Impl::after_write(const ResourceType& type, const json& object, b
                             {"lastTransitionTime", time},
                             {"reason", "InitialNamesAccepted"},
                             {"message", "the initial names have been accepted"}});
-      for (const auto& t : *established) types.push_back(t);
+      for (const auto& t : *established) types.push_back(std::make_shared<const ResourceType>(t));
       crd_types[name] = *established;
     }
     // Keep transition times of conditions whose status did not change.

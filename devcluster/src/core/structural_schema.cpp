@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "store_impl.hpp"
+
 namespace depl::devcluster {
 
 using nlohmann::json;
@@ -25,6 +27,35 @@ std::string join(const std::string& path, const std::string& key) {
 
 bool preserves_unknown(const json& schema) {
   return schema.value("x-kubernetes-preserve-unknown-fields", false);
+}
+
+// Whether default_node would fill in anything below `value`.
+bool lacks_defaults(const json& value, const json& schema) {
+  if (!schema.is_object()) return false;
+  if (value.is_object()) {
+    if (auto props = schema.find("properties"); props != schema.end() && props->is_object()) {
+      for (auto it = props->begin(); it != props->end(); ++it) {
+        auto member = value.find(it.key());
+        if (member == value.end() ? it->contains("default") : lacks_defaults(*member, *it)) {
+          return true;
+        }
+      }
+    }
+    if (auto extra = schema.find("additionalProperties");
+        extra != schema.end() && extra->is_object()) {
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (schema.contains("properties") && schema["properties"].contains(it.key())) continue;
+        if (lacks_defaults(*it, *extra)) return true;
+      }
+    }
+  } else if (value.is_array()) {
+    if (auto items = schema.find("items"); items != schema.end()) {
+      for (const auto& item : value) {
+        if (lacks_defaults(item, *items)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 void default_node(json& value, const json& schema) {
@@ -306,6 +337,10 @@ class Validator {
 
 void apply_schema_defaults(json& object, const json& schema) {
   default_node(object, schema);
+}
+
+bool lacks_schema_defaults(const json& object, const json& schema) {
+  return lacks_defaults(object, schema);
 }
 
 std::vector<std::string> prune_unknown_fields(json& object, const json& schema) {

@@ -96,6 +96,55 @@ TEST_F(StoreTest, NoOpUpdateKeepsTheResourceVersion) {
   EXPECT_EQ(rv_of(same), rv_of(created));
 }
 
+// /status writes the status alone: whatever else the request carries (spec, labels, its own
+// managedFields, server-owned metadata) is the object's as it was; a null status removes it.
+TEST_F(StoreTest, StatusWritesChangeTheStatusAlone) {
+  json created = must(store.create(core("pods", "default"), a_pod("p", {{"app", "a"}}),
+                                   {.field_manager = "controller"}),
+                      201);
+  auto watch = store.watch(core("pods", "default"), {.resource_version = rv_of(created)});
+  ASSERT_TRUE(watch);
+  json request = created;
+  request["spec"]["containers"][0]["image"] = "other:2";
+  request["spec"]["nodeName"] = "n9";
+  request["metadata"]["labels"] = {{"app", "b"}};
+  request["metadata"]["uid"] = "forged";
+  request["metadata"]["managedFields"] = json::array();
+  request["kind"] = "Pod";
+  request["status"] = {{"phase", "Running"}, {"podIP", "10.0.0.1"}};
+  json updated = must(
+      store.update(core("pods", "default", "p", "status"), request, {.field_manager = "kubelet"}));
+  EXPECT_EQ(updated["status"], json({{"phase", "Running"}, {"podIP", "10.0.0.1"}}));
+  EXPECT_EQ(updated["spec"], created["spec"]);
+  json expected_metadata = created["metadata"];
+  expected_metadata["resourceVersion"] = rv_of(updated);
+  expected_metadata["managedFields"].push_back(
+      {{"manager", "kubelet"},
+       {"operation", "Update"},
+       {"subresource", "status"},
+       {"apiVersion", "v1"},
+       {"time", "2026-01-01T00:00:00Z"},
+       {"fieldsType", "FieldsV1"},
+       {"fieldsV1", {{"f:status", {{"f:phase", json::object()}, {"f:podIP", json::object()}}}}}});
+  EXPECT_EQ(updated["metadata"], expected_metadata);
+
+  // The same status again changes nothing: no new resourceVersion, no event.
+  json same = must(store.patch(core("pods", "default", "p", "status"), PatchType::Merge,
+                               R"({"status":{"phase":"Running"},"spec":{"nodeName":"n1"}})",
+                               {.field_manager = "kubelet"}));
+  EXPECT_EQ(same, updated);
+  json cleared = same;
+  cleared["status"] = nullptr;
+  json without = must(
+      store.update(core("pods", "default", "p", "status"), cleared, {.field_manager = "kubelet"}));
+  EXPECT_FALSE(without.contains("status"));
+  EXPECT_EQ(without["spec"], created["spec"]);
+  std::vector<std::string> events;
+  for (const auto& e : (*watch)->drain()) events.push_back(e.type + " " + rv_of(*e.object));
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"MODIFIED " + rv_of(updated), "MODIFIED " + rv_of(without)}));
+}
+
 TEST_F(StoreTest, CustomResourcesNeedAResourceVersionOnUpdate) {
   install_crd();
   json job = must(store.create(dtj("default"), a_job("j")), 201);

@@ -180,5 +180,88 @@ TEST_F(StoreTest, ApplyToCustomResourceStatus) {
   EXPECT_TRUE(status_entry);
 }
 
+// managedFields a request writes are stored as written when they are in the store's own form and
+// rewritten in it otherwise: unknown members dropped, a "." owning its item alone.
+TEST_F(StoreTest, ClientWrittenManagedFieldsAreStoredInTheStoresForm) {
+  json created =
+      must(store.create(deployments(), deployment(1, "a"), {.field_manager = "kubectl"}), 201);
+  json entries = created["metadata"]["managedFields"];
+  ASSERT_EQ(entries.size(), 1u);
+  const json tool = json::parse(R"({"manager":"tool","operation":"Update","apiVersion":"apps/v1",
+    "time":"2025-12-31T00:00:00Z","fieldsType":"FieldsV1",
+    "fieldsV1":{"f:metadata":{"f:labels":{"f:team":{}}}}})");
+  json noted = tool;
+  noted["note"] = "mine";
+  json dotted = tool;
+  dotted["manager"] = "other";
+  dotted["fieldsV1"] = {{"f:metadata", {{"f:labels", {{".", {{"f:team", json::object()}}}}}}}};
+  entries.push_back(noted);
+  entries.push_back(dotted);
+  json ops =
+      json::array({{{"op", "replace"}, {"path", "/metadata/managedFields"}, {"value", entries}}});
+  json patched = must(
+      store.patch(deployments("web"), PatchType::Json, ops.dump(), {.field_manager = "kubectl"}));
+  EXPECT_NE(rv_of(patched), rv_of(created));
+  json expected_dotted = dotted;
+  expected_dotted["fieldsV1"] = {{"f:metadata", {{"f:labels", {{".", json::object()}}}}}};
+  EXPECT_EQ(patched["metadata"]["managedFields"], json::array({entries[0], tool, expected_dotted}));
+}
+
+// A worker pod's life as the controller, the scheduler and the kubelet write it. managedFields
+// are compared whole: which manager owns which field, and when each entry was last written.
+TEST_F(StoreTest, ManagedFieldsFollowAPodsWriters) {
+  json pod = a_pod("w", {{"app", "a"}, {"rank", "0"}});
+  pod["spec"]["containers"][0]["env"] = {{{"name", "A"}, {"value", "1"}},
+                                         {{"name", "B"}, {"value", "2"}}};
+  must(store.create(core("pods", "default"), pod, {.field_manager = "controller"}), 201);
+  clock.now += std::chrono::seconds(1);
+  must(store.create(core("pods", "default", "w", "binding"),
+                    {{"metadata", {{"name", "w"}}}, {"target", {{"name", "n1"}}}},
+                    {.field_manager = "scheduler"}),
+       201);
+  clock.now += std::chrono::seconds(1);
+  const ResourceRef status = core("pods", "default", "w", "status");
+  must(store.patch(
+      status, PatchType::Merge,
+      R"({"status":{"phase":"Running","conditions":[{"type":"Ready","status":"False"}]}})",
+      {.field_manager = "kubelet"}));
+  clock.now += std::chrono::seconds(1);
+  must(store.patch(
+      status, PatchType::Merge,
+      R"({"status":{"conditions":[{"type":"Ready","status":"True"}],"podIP":"10.0.0.1"}})",
+      {.field_manager = "kubelet"}));
+  clock.now += std::chrono::seconds(1);
+  must(store.patch(core("pods", "default", "w"), PatchType::Strategic,
+                   R"({"metadata":{"annotations":{"progress":"1"}}})",
+                   {.field_manager = "controller"}));
+  clock.now += std::chrono::seconds(1);
+  // Another manager changes a label and an env value the controller set: they become its own.
+  json last = must(store.patch(
+      core("pods", "default", "w"), PatchType::Strategic,
+      R"({"metadata":{"labels":{"rank":"1"}},"spec":{"containers":[{"name":"main","env":[{"name":"B","value":"3"}]}]}})",
+      {.field_manager = "operator"}));
+  // The binding is no field manager's; the kubelet's second write kept its entry (same fields,
+  // new time); the controller's patch added to its own; the operator took rank and B's value.
+  EXPECT_EQ(last["metadata"]["managedFields"], json::parse(R"([
+    {"manager":"controller","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:04Z",
+     "fieldsType":"FieldsV1","fieldsV1":{
+       "f:metadata":{"f:annotations":{"f:progress":{}},"f:labels":{"f:app":{}}},
+       "f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},
+                   "f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}},
+                            "k:{\"name\":\"B\"}":{".":{},"f:name":{}}},
+                   "f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:terminationMessagePath":{}}},
+                 "f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},
+                 "f:terminationGracePeriodSeconds":{}}}},
+    {"manager":"kubelet","operation":"Update","subresource":"status","apiVersion":"v1",
+     "time":"2026-01-01T00:00:03Z","fieldsType":"FieldsV1","fieldsV1":{
+       "f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{},"f:type":{}}},
+                   "f:phase":{},"f:podIP":{}}}},
+    {"manager":"operator","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:05Z",
+     "fieldsType":"FieldsV1","fieldsV1":{
+       "f:metadata":{"f:labels":{"f:rank":{}}},
+       "f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{
+                   "f:env":{"k:{\"name\":\"B\"}":{"f:value":{}}}}}}}}])"));
+}
+
 }  // namespace
 }  // namespace depl::devcluster

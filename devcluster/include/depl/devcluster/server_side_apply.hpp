@@ -20,9 +20,10 @@ namespace depl::devcluster {
 using FieldSet = nlohmann::json;
 
 // Which list fields merge by key: built-ins use the strategic-merge keys, custom resources the
-// schema's x-kubernetes-list-type/x-kubernetes-list-map-keys. `schema` may be null.
+// schema's x-kubernetes-list-type/x-kubernetes-list-map-keys. `schema` may be null; it is not
+// copied (a context lives as long as the request it serves).
 struct ApplyContext {
-  nlohmann::json schema;  // openAPIV3Schema or null
+  const nlohmann::json* schema = nullptr;  // openAPIV3Schema
   bool builtin = true;
   // Fields (top-level) that this endpoint ignores: "status" on the main endpoint of a type with
   // a status subresource; everything but status on /status.
