@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string_view>
 
 #include "sim/object_cache.hpp"
@@ -77,11 +79,53 @@ struct Scheduler::Loop {
   // The nodes as choose_node takes them, copied again only when a node changed.
   std::vector<json> node_list;
 
+  // What scheduling reads of a pod, worked out once per version of it: every round looks at every
+  // pod (GPUs in use are GPUs in use), and parsing each one's requests again at each of the
+  // thousands of rounds of a burst cost more than the decisions. The views point into `object`,
+  // which the entry keeps.
+  struct PodFacts {
+    std::shared_ptr<const json> object;
+    std::string_view node;  // spec.nodeName
+    bool counted = false;   // bound and not terminal: its requests are in use
+    bool waiting = false;   // to be scheduled
+    PodResources requests;
+    std::string_view created;
+  };
+  std::map<ObjectCache::Key, PodFacts, std::less<>> facts;  // by the pod cache's key
+
+  static PodFacts facts_of(const std::shared_ptr<const json>& object) {
+    PodFacts f;
+    f.object = object;
+    const json& pod = *object;
+    f.node = pod_node_name(pod);
+    if (!f.node.empty()) {
+      f.counted = !pod_is_terminal(pod);
+      if (f.counted) f.requests = pod_requests(pod);
+    } else {
+      f.waiting = pending(pod);
+      f.created = meta_string(pod, "creationTimestamp");
+    }
+    return f;
+  }
+
+  // Brings `facts` up to the pod cache: both are ordered by key, so one pass pairs them.
+  void refresh_facts() {
+    auto f = facts.begin();
+    for (const auto& [key, object] : pods.objects()) {
+      while (f != facts.end() && f->first < key) f = facts.erase(f);
+      if (f == facts.end() || f->first != key) f = facts.emplace_hint(f, key, PodFacts{});
+      if (f->second.object != object) f->second = facts_of(object);
+      ++f;
+    }
+    facts.erase(f, facts.end());
+  }
+
   void schedule_pending(bool nodes_changed) {
     if (nodes_changed) {
       node_list.clear();
       for (const auto& [key, node] : nodes.objects()) node_list.push_back(*node);
     }
+    refresh_facts();
     std::map<std::string, PodResources> used;
     struct Waiting {
       std::string_view created;
@@ -89,19 +133,15 @@ struct Scheduler::Loop {
       const json* pod;
     };
     std::vector<Waiting> waiting;
-    for (const auto& [key, shared] : pods.objects()) {
-      const json& pod = *shared;
-      const std::string_view node = pod_node_name(pod);
-      if (!node.empty()) {
-        if (pod_is_terminal(pod)) continue;
-        const auto r = pod_requests(pod);
-        auto& u = used[std::string(node)];
-        u.cpu += r.cpu;
-        u.memory += r.memory;
-        u.gpu += r.gpu;
+    for (const auto& [key, f] : facts) {
+      if (f.counted) {
+        auto& u = used[std::string(f.node)];
+        u.cpu += f.requests.cpu;
+        u.memory += f.requests.memory;
+        u.gpu += f.requests.gpu;
         u.pods += 1;
-      } else if (pending(pod)) {
-        waiting.push_back({meta_string(pod, "creationTimestamp"), &key, &pod});
+      } else if (f.waiting) {
+        waiting.push_back({f.created, &key, f.object.get()});
       }
     }
     // Oldest first, as the real scheduler's queue roughly does (then by namespace/name: the

@@ -230,6 +230,42 @@ TEST_F(DevClusterTest, SchedulerBindsByResourcesSelectorAndReportsUnschedulable)
       [&] { return pod("not-t4")["spec"].value("nodeName", "").rfind("a100-", 0) == 0; }));
 }
 
+// GPUs in use are those of bound pods that have not finished: a pod waits while they are taken,
+// and is bound once the pod holding them is deleted or has finished.
+TEST_F(DevClusterTest, SchedulerCountsGpusUntilThePodHoldingThemIsGoneOrDone) {
+  auto on_t4 = [](int gpus, json container) {
+    container["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+    return json{{"nodeSelector", {{"depl.dev/pool", "t4"}}},
+                {"restartPolicy", "Never"},
+                {"containers", json::array({container})}};
+  };
+  auto unschedulable = [&](const std::string& name) {
+    const json p = pod(name);
+    if (!p.contains("status") || !p["status"].contains("conditions")) return false;
+    for (const auto& c : p["status"]["conditions"]) {
+      if (c["type"] == "PodScheduled" && c["reason"] == "Unschedulable") return true;
+    }
+    return false;
+  };
+  auto node_of = [&](const std::string& name) {
+    return pod(name)["spec"].value("nodeName", "");
+  };
+  create_pod(on_t4(4, shell_container("sleep 60")), "holder");
+  ASSERT_TRUE(eventually([&] { return node_of("holder") == "t4-0"; }));
+  // A simulated container: it finishes on its own 200 ms after it starts.
+  create_pod(on_t4(2, {{"name", "main"}, {"image", "sim"}}), "short");
+  ASSERT_TRUE(eventually([&] { return unschedulable("short"); }));
+  EXPECT_EQ(node_of("short"), "");
+  DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(store().remove(ResourceRef{"", "v1", "pods", "default", "holder", ""}, now).ok());
+  ASSERT_TRUE(eventually([&] { return node_of("short") == "t4-0"; }));
+  // The 2 GPUs of "short" are in use until it has finished; then all 4 are free again.
+  create_pod(on_t4(4, shell_container("sleep 60")), "whole");
+  ASSERT_TRUE(eventually([&] { return phase("short") == "Succeeded"; }));
+  ASSERT_TRUE(eventually([&] { return node_of("whole") == "t4-0"; }));
+}
+
 TEST_F(DevClusterTest, KubeletReportsExitCodesAndRestarts) {
   create_pod({{"restartPolicy", "Never"}, {"containers", {shell_container("exit 3")}}}, "fails");
   ASSERT_TRUE(eventually([&] { return phase("fails") == "Failed"; }));
