@@ -86,7 +86,14 @@ struct Kubelet::Impl {
     std::string terminated_reason;
     std::string terminated_message;
     json last_state = json::object();
-    std::vector<std::string> logs;  // one per start; back() is the current one
+    // One per start; back() is the current one. A process's output goes to a file under the pod
+    // directory; a simulated container's one line is kept here (`path` empty), so simulating a
+    // pod touches no disk.
+    struct Log {
+      std::string path;
+      std::string text;
+    };
+    std::vector<Log> logs;
     std::unique_ptr<RunningProcess> process;
     std::uint64_t run_id = 0;
     TimerThread::Id timer = 0;
@@ -277,10 +284,9 @@ struct Kubelet::Impl {
     run.pod = pod;
     run.ip = allocate_ip();
     run.start_time = rfc3339_now();
+    // Created when a container process starts there.
     run.dir = (fs::path(options.work_dir) / (run.ns + "_" + run.name + "_" + run.uid.substr(0, 8)))
                   .string();
-    std::error_code ec;
-    fs::create_directories(run.dir, ec);
     for (const auto& c : container_list(pod)) {
       ContainerRun cr;
       cr.name = c.value("name", "");
@@ -424,16 +430,10 @@ struct Kubelet::Impl {
     ContainerRun& c = run.containers[index];
     if (run.terminating || !run.failed_reason.empty()) return;
     const std::uint64_t run_id = ++c.run_id;
-    const std::string log_path =
-        (fs::path(run.dir) / (c.name + "-" + std::to_string(c.restart_count) + ".log")).string();
-    { std::ofstream touch(log_path, std::ios::app); }
-    c.logs.push_back(log_path);
     const std::string uid = run.uid;
     if (c.executable.empty()) {
-      {
-        std::ofstream log(log_path, std::ios::app);
-        log << "simulated container " << c.name << " (image " << c.image << ") started\n";
-      }
+      c.logs.push_back(
+          {"", "simulated container " + c.name + " (image " + c.image + ") started\n"});
       c.state = ContainerRun::State::Running;
       c.started_at = rfc3339_now();
       if (run.restart_policy != "Always" && options.simulated_run_time.count() >= 0) {
@@ -443,6 +443,12 @@ struct Kubelet::Impl {
       }
       return;
     }
+    std::error_code ec;
+    fs::create_directories(run.dir, ec);
+    const std::string log_path =
+        (fs::path(run.dir) / (c.name + "-" + std::to_string(c.restart_count) + ".log")).string();
+    { std::ofstream touch(log_path, std::ios::app); }
+    c.logs.push_back({log_path, ""});
     const json* spec = container_spec(run, c.name);
     std::map<std::string, std::string> vars;
     auto env = container_env(run, spec ? *spec : json::object(), vars);
@@ -841,7 +847,7 @@ Expected<std::string, ApiResult> Kubelet::read_log(const json& pod, const PodLog
   if (std::find(names.begin(), names.end(), container) == names.end()) {
     return unexpected(log_error("container " + container + " is not valid for pod " + name));
   }
-  std::string path;
+  Impl::ContainerRun::Log log;
   {
     std::lock_guard lock(impl_->mutex);
     auto it = impl_->runs.find(uid);
@@ -860,12 +866,12 @@ Expected<std::string, ApiResult> Kubelet::read_log(const json& pod, const PodLog
         return unexpected(log_error("previous terminated container \"" + container +
                                     "\" in pod \"" + name + "\" not found"));
       }
-      path = run->logs[run->logs.size() - 2];
+      log = run->logs[run->logs.size() - 2];
     } else {
-      path = run->logs.back();
+      log = run->logs.back();
     }
   }
-  return apply_limits(read_file(path), query);
+  return apply_limits(log.path.empty() ? log.text : read_file(log.path), query);
 }
 
 void Kubelet::follow_log(const json& pod, const PodLogQuery& query,
@@ -895,7 +901,7 @@ void Kubelet::follow_log(const json& pod, const PodLogQuery& query,
     for (const auto& c : it->second.containers) {
       if (follower->container.empty() || c.name == follower->container) {
         follower->container = c.name;
-        follower->path = c.logs.empty() ? "" : c.logs.back();
+        follower->path = c.logs.empty() ? "" : c.logs.back().path;
         follower->run_id = c.run_id;
       }
     }
@@ -921,11 +927,13 @@ void Kubelet::follow_log(const json& pod, const PodLogQuery& query,
         }
       }
     }
-    std::ifstream in(follower->path, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(follower->offset));
-    std::string more((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    follower->offset += more.size();
-    if (!more.empty()) out->write(std::move(more));
+    if (!follower->path.empty()) {  // a simulated container's log does not grow
+      std::ifstream in(follower->path, std::ios::binary);
+      in.seekg(static_cast<std::streamoff>(follower->offset));
+      std::string more((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      follower->offset += more.size();
+      if (!more.empty()) out->write(std::move(more));
+    }
     if (!running) {
       out->finish();
       return;

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -308,6 +309,29 @@ TEST_F(DevClusterTest, KubeletResolvesEnvironmentFromSecretsAndConfigMaps) {
   auto logs = http_request(port(), "GET", "/api/v1/namespaces/default/pods/env/log");
   ASSERT_EQ(logs.status, 200) << logs.body;
   EXPECT_EQ(logs.body, "secret fast default " + ip + "\n");
+}
+
+// A simulated container's log is its one line, kept in memory: simulating a pod writes nothing
+// to disk (a burst of thousands of pods spent more on creating files than on the pods).
+TEST_F(DevClusterTest, SimulatedContainersLogOneLineAndTouchNoDisk) {
+  create_pod({{"restartPolicy", "Never"}, {"containers", {{{"name", "main"}, {"image", "sim"}}}}},
+             "simulated");
+  ASSERT_TRUE(eventually([&] { return phase("simulated") == "Succeeded"; }));
+  const std::string line = "simulated container main (image sim) started\n";
+  auto logs = http_request(port(), "GET", "/api/v1/namespaces/default/pods/simulated/log");
+  ASSERT_EQ(logs.status, 200) << logs.body;
+  EXPECT_EQ(logs.body, line);
+  auto followed =
+      http_request(port(), "GET", "/api/v1/namespaces/default/pods/simulated/log?follow=true");
+  ASSERT_EQ(followed.status, 200) << followed.body;
+  EXPECT_EQ(followed.body, line);
+  // Pod directories are <work dir>/pods/<namespace>_<name>_<uid>.
+  const auto pods_dir = std::filesystem::path(cluster_->kubeconfig_path()).parent_path() / "pods";
+  ASSERT_TRUE(std::filesystem::is_directory(pods_dir)) << pods_dir;
+  for (const auto& entry : std::filesystem::directory_iterator(pods_dir)) {
+    EXPECT_EQ(entry.path().filename().string().find("default_simulated_"), std::string::npos)
+        << entry.path();
+  }
 }
 
 TEST_F(DevClusterTest, ContainersInheritNoFileDescriptorsBeyondTheirStdio) {
