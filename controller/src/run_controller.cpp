@@ -182,6 +182,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     o.namespace_ = std::move(ns);
     o.label_selector = std::move(labels);
     o.field_selector = std::move(fields);
+    // Every cache below drops managedFields (see the transforms): skip them as events are read.
+    o.drop_managed_fields = true;
     // The reconciler looks objects up by owner only; the other default indexes (labels, node
     // name) would hold an entry per label and pod of the whole cluster for nothing.
     std::map<std::string, kube::IndexFunction, std::less<>> indexes;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace depl::kube {
 
@@ -49,7 +51,144 @@ static std::string excerpt(std::string_view line) {
   return out;
 }
 
-Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line) {
+namespace {
+
+// A forward scan over JSON text that only finds where values end: enough to walk the few members
+// on the way to metadata.managedFields and to skip the values in between without building them.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+
+  std::size_t pos() const { return pos_; }
+  bool done() const { return pos_ >= text_.size(); }
+
+  void skip_space() {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
+            text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool eat(char c) {
+    skip_space();
+    if (pos_ >= text_.size() || text_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool peek(char c) {
+    skip_space();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  // A string at pos: its raw text between the quotes (escapes left as they are).
+  std::optional<std::string_view> string() {
+    if (!eat('"')) return std::nullopt;
+    const std::size_t start = pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '\\') {
+        pos_ += 2;
+      } else if (c == '"') {
+        return text_.substr(start, pos_++ - start);
+      } else {
+        ++pos_;
+      }
+    }
+    return std::nullopt;
+  }
+  // Moves past the value at pos. Brackets are only counted, not matched by kind: the parser
+  // checks the text that is kept, and a span is only cut out of text that balances.
+  bool skip_value() {
+    skip_space();
+    if (pos_ >= text_.size()) return false;
+    const char first = text_[pos_];
+    if (first == '"') return string().has_value();
+    if (first != '{' && first != '[') {
+      while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '}' &&
+             text_[pos_] != ']' && text_[pos_] != ' ' && text_[pos_] != '\n') {
+        ++pos_;
+      }
+      return true;
+    }
+    int depth = 0;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '"') {
+        if (!string()) return false;
+        continue;
+      }
+      ++pos_;
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+// In the object at the scanner's position, finds member `key` and leaves the scanner at its
+// value; `member_start` is where its key begins and `after_comma` whether a comma came before.
+bool find_member(Scanner& scan, std::string_view key, std::size_t& member_start,
+                 bool& after_comma) {
+  if (!scan.eat('{')) return false;
+  after_comma = false;
+  if (scan.peek('}')) return false;
+  while (true) {
+    scan.skip_space();
+    member_start = scan.pos();
+    auto name = scan.string();
+    if (!name || !scan.eat(':')) return false;
+    if (*name == key) return true;
+    if (!scan.skip_value()) return false;
+    if (!scan.eat(',')) return false;  // '}' (no such member) or malformed
+    after_comma = true;
+  }
+}
+
+}  // namespace
+
+std::optional<std::pair<std::size_t, std::size_t>> managed_fields_span(std::string_view line) {
+  Scanner scan(line);
+  std::size_t start = 0;
+  bool after_comma = false;
+  if (!find_member(scan, "object", start, after_comma)) return std::nullopt;
+  if (!find_member(scan, "metadata", start, after_comma)) return std::nullopt;
+  if (!find_member(scan, "managedFields", start, after_comma)) return std::nullopt;
+  if (!scan.skip_value()) return std::nullopt;
+  std::size_t end = scan.pos();
+  if (scan.eat(',')) {
+    end = scan.pos();  // `"managedFields":[...],` then the next member
+  } else if (scan.peek('}')) {
+    if (after_comma) {
+      // The last member: cut the comma before it too.
+      std::size_t comma = start;
+      while (comma > 0 && (line[comma - 1] == ' ' || line[comma - 1] == '\t' ||
+                           line[comma - 1] == '\n' || line[comma - 1] == '\r')) {
+        --comma;
+      }
+      if (comma == 0 || line[comma - 1] != ',') return std::nullopt;
+      start = comma - 1;
+    }
+  } else {
+    return std::nullopt;
+  }
+  return std::pair{start, end};
+}
+
+Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line, bool drop_managed_fields) {
+  std::string kept;
+  if (drop_managed_fields) {
+    if (auto span = managed_fields_span(line)) {
+      kept.reserve(line.size() - (span->second - span->first));
+      kept.append(line.substr(0, span->first)).append(line.substr(span->second));
+      line = kept;
+    }
+  }
   json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     std::string why;
@@ -129,7 +268,7 @@ std::optional<Expected<WatchEvent, ApiError>> WatchDecoder::next() {
     }
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
     if (line.empty()) continue;
-    return parse_watch_event(line);
+    return parse_watch_event(line, drop_managed_fields_);
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -156,6 +157,85 @@ TEST(WatchDecoder, MalformedLinesAreErrorsAndDecodingContinues) {
   auto good = decoder.next();
   ASSERT_TRUE(good && good->has_value());
   EXPECT_EQ((*good)->resource_version(), "3");
+}
+
+// The object without metadata.managedFields, as a cache that strips them keeps it.
+nlohmann::json without_managed_fields(nlohmann::json object) {
+  if (object.contains("metadata") && object["metadata"].is_object()) {
+    object["metadata"].erase("managedFields");
+  }
+  return object;
+}
+
+// Dropping managedFields while decoding gives what stripping them after a full parse gives,
+// wherever the member sits in metadata, however the text is spaced; anything else named
+// managedFields (a label, a field of the spec, text in a string) stays.
+TEST(WatchDecoder, DropsManagedFieldsOfTheObjectOnly) {
+  const std::string fields =
+      R"([{"manager":"kubelet","fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{}}}}},"note":"a \"]}\\"}])";
+  const std::vector<std::string> lines = {
+      // In the middle, as the API server orders metadata.
+      R"({"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"managedFields":"x"},"managedFields":)" +
+          fields + R"(,"name":"p","resourceVersion":"7"},"spec":{"managedFields":[1]}}})",
+      // First, last, alone.
+      R"({"type":"ADDED","object":{"metadata":{"managedFields":)" + fields +
+          R"(,"name":"p","resourceVersion":"8"}}})",
+      R"({"object":{"metadata":{"name":"p","resourceVersion":"9","managedFields":)" + fields +
+          R"(}},"type":"ADDED"})",
+      R"({"type":"ADDED","object":{"metadata":{"managedFields":)" + fields + R"(}}})",
+      // Spaced out, and an annotation holding the text of a managedFields member.
+      " { \"type\" : \"ADDED\" , \"object\" : { \"metadata\" : { \"annotations\" : "
+      "{\"a\":\"\\\"managedFields\\\":[]\"} ,\n \"managedFields\" : " +
+          fields + " \t} } } ",
+      R"({"type":"ADDED","object":{"metadata":{"name":"none"}}})",
+      R"({"type":"ADDED","object":{"metadata":{}}})",
+      R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"12"}}})",
+  };
+  for (const auto& line : lines) {
+    SCOPED_TRACE(line);
+    auto full = parse_watch_event(line);
+    ASSERT_TRUE(full.has_value()) << full.error().message;
+    auto dropped = parse_watch_event(line, /*drop_managed_fields=*/true);
+    ASSERT_TRUE(dropped.has_value()) << dropped.error().message;
+    EXPECT_EQ(dropped->type, full->type);
+    EXPECT_EQ(dropped->object, without_managed_fields(full->object));
+  }
+  // What stays: the label, the spec field, the annotation's text.
+  auto first = parse_watch_event(lines[0], true);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->object["metadata"]["labels"]["managedFields"], "x");
+  EXPECT_EQ(first->object["spec"]["managedFields"], nlohmann::json::array({1}));
+  EXPECT_FALSE(first->object["metadata"].contains("managedFields"));
+
+  // Through the decoder, in chunks.
+  WatchDecoder decoder;
+  decoder.drop_managed_fields(true);
+  for (std::string line : lines) {
+    std::replace(line.begin(), line.end(), '\n', ' ');  // a stream's lines end at newlines
+    for (std::size_t at = 0; at < line.size(); at += 7) decoder.feed(line.substr(at, 7));
+    decoder.feed("\n");
+    auto event = decoder.next();
+    ASSERT_TRUE(event && event->has_value());
+    EXPECT_FALSE((*event)->object["metadata"].contains("managedFields"));
+  }
+}
+
+// A line that is not well-formed is the same decode error with or without dropping.
+TEST(WatchDecoder, DroppingManagedFieldsKeepsDecodeErrors) {
+  for (const std::string line : {
+           R"({"type":"ADDED","object":{"metadata":{"managedFields":[{"a":1}],"name":)",
+           R"({"type":"ADDED","object":{"metadata":{"managedFields":[{"a":1}]]}}})",
+           R"({"type":"ADDED","object":{"metadata":{"managedFields":[{"a":"unterminated}]}}})",
+           R"({"type":"ADDED","object":{"metadata":{"managedFields":})",
+           R"({"type":"NOPE","object":{"metadata":{"managedFields":[]}}})",
+       }) {
+    SCOPED_TRACE(line);
+    auto full = parse_watch_event(line);
+    auto dropped = parse_watch_event(line, true);
+    ASSERT_FALSE(full.has_value());
+    ASSERT_FALSE(dropped.has_value());
+    EXPECT_EQ(dropped.error().reason, ApiError::kDecodeError);
+  }
 }
 
 TEST(WatchDecoder, LargeStreamKeepsBufferBounded) {

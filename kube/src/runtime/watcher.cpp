@@ -155,6 +155,7 @@ void Watcher::step_open_watch() {
   }
   ++stats_.watches;
   stream_ = std::make_unique<WatchStream>(std::move(*opened));
+  stream_->drop_managed_fields(options_.drop_managed_fields);
   events_on_stream_ = 0;
   state_ = State::Watching;
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -33,12 +34,23 @@ struct WatchEvent {
 };
 
 // Parses one event line (`{"type":..,"object":..}`). Unknown types and malformed JSON are
-// ApiError{0, DecodeError} naming what is wrong.
-Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line);
+// ApiError{0, DecodeError} naming what is wrong. With `drop_managed_fields`, the object's
+// metadata.managedFields are cut from the text before it is parsed (what an informer's
+// strip-managed-fields transform would do after, without building them first: on pods they are
+// a large share of each event).
+Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line,
+                                                 bool drop_managed_fields = false);
+
+// The bytes of `line` (a watch event) that hold its object's metadata.managedFields member,
+// with one comma next to it: [first, second) to cut so that the rest stays valid JSON. nullopt
+// when the event has none there or is not well-formed that far (the parser then says what).
+std::optional<std::pair<std::size_t, std::size_t>> managed_fields_span(std::string_view line);
 
 // Incremental splitter + parser. Not thread-safe (one reader).
 class WatchDecoder {
  public:
+  // See parse_watch_event.
+  void drop_managed_fields(bool on) { drop_managed_fields_ = on; }
   // Appends bytes as they arrived from the stream.
   void feed(std::string_view bytes);
   // At the end of the body: a final line without '\n' becomes decodable (a non-chunked 200
@@ -55,6 +67,7 @@ class WatchDecoder {
   std::size_t consumed_ = 0;  // bytes of buffer_ already returned as lines
   std::size_t scanned_ = 0;   // bytes of buffer_ known to contain no '\n' after consumed_
   bool finished_ = false;
+  bool drop_managed_fields_ = false;
 };
 
 }  // namespace depl::kube

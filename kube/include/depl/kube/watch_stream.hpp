@@ -27,6 +27,9 @@ class WatchStream {
   // Thread-safe: a blocked next() returns ApiError Cancelled promptly.
   void cancel();
 
+  // Events come without their object's metadata.managedFields (see parse_watch_event).
+  void drop_managed_fields(bool on) { decoder_.drop_managed_fields(on); }
+
  private:
   std::unique_ptr<ResponseStream> stream_{};
   WatchDecoder decoder_{};

@@ -57,6 +57,10 @@ struct WatcherOptions {
   double backoff_jitter = 1.0;
   // Server-side watch timeout drawn uniformly from [min, 2*min) (client-go: 5 min * (1+rand)).
   std::chrono::seconds watch_timeout_min{300};
+  // Watch events are decoded without their objects' metadata.managedFields, for a cache that
+  // drops them anyway (strip_managed_fields): they are not built only to be thrown away. Objects
+  // from lists keep them; the cache's transform removes those.
+  bool drop_managed_fields = false;
 };
 
 // Counters for metrics and tests.
