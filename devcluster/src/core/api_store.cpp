@@ -135,13 +135,11 @@ std::vector<ResourceType> ApiStore::resource_types() const {
   return out;
 }
 
-std::optional<ResourceType> ApiStore::find_type(const std::string& group,
-                                                const std::string& version,
-                                                const std::string& plural) const {
+std::shared_ptr<const ResourceType> ApiStore::find_type(const std::string& group,
+                                                        const std::string& version,
+                                                        const std::string& plural) const {
   std::lock_guard lock(impl_->mutex);
-  const ResourceType* t = impl_->find_type(group, version, plural);
-  if (!t) return std::nullopt;
-  return *t;
+  return impl_->shared_type(group, version, plural);
 }
 
 std::uint64_t ApiStore::registry_generation() const {

@@ -336,19 +336,20 @@ HttpResponse ApiHandler::respond(const ApiResult& result, const HttpRequest& req
 HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& path) {
   const ResourceRef& ref = path.ref;
   const auto type = store_.find_type(ref.group, ref.version, ref.plural);
-  const auto not_found_response =
-      status_response(404, "NotFound", "the server could not find the requested resource");
-  if (!type) return not_found_response;
+  const auto not_found_response = [] {
+    return status_response(404, "NotFound", "the server could not find the requested resource");
+  };
+  if (!type) return not_found_response();
   if ((type->namespaced && ref.ns.empty() && !ref.name.empty() && !path.legacy_watch) ||
       (!type->namespaced && !ref.ns.empty())) {
-    return not_found_response;
+    return not_found_response();
   }
   if (!ref.subresource.empty()) {
     const bool pods = ref.group.empty() && ref.plural == "pods";
     const bool log = ref.subresource == "log" && pods;
     const bool binding = ref.subresource == "binding" && pods;
     const bool status = ref.subresource == "status" && type->has_status_subresource;
-    if (!log && !binding && !status) return not_found_response;
+    if (!log && !binding && !status) return not_found_response();
     if (log) {
       if (request.method != "GET") {
         return status_response(405, "MethodNotAllowed", "pods/log only supports GET");

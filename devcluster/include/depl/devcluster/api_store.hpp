@@ -139,8 +139,10 @@ class ApiStore {
   // Every served resource type (built-ins and custom resources' served versions), in
   // registration order: what discovery serves.
   std::vector<ResourceType> resource_types() const;
-  std::optional<ResourceType> find_type(const std::string& group, const std::string& version,
-                                        const std::string& plural) const;
+  // Null when not served. The type as it is now: a later CRD change replaces it, never alters it.
+  std::shared_ptr<const ResourceType> find_type(const std::string& group,
+                                                const std::string& version,
+                                                const std::string& plural) const;
   // Incremented whenever a CRD adds, changes or removes served types (discovery caches).
   std::uint64_t registry_generation() const;
 
