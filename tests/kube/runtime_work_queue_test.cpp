@@ -53,6 +53,41 @@ TEST(WorkQueueTest, KeyInFlightIsNotHandedOutTwiceAndComesBackAfterDone) {
   EXPECT_EQ(f.queue.get(), key("a"));
 }
 
+// add_first: the key goes ahead of every queued key, moved there if it was queued already (not
+// duplicated); a key in flight goes to the front when done(). Plain adds keep their order.
+TEST(WorkQueueTest, AddFirstJumpsTheQueueOnce) {
+  QueueFixture f;
+  f.queue.add(key("a"));
+  f.queue.add(key("b"));
+  f.queue.add(key("c"));
+  f.queue.add_first(key("c"));  // queued: moved to the front
+  f.queue.add_first(key("d"));  // new: in front of c
+  f.queue.add_first(key("d"));  // already first
+  EXPECT_EQ(f.queue.len(), 4u);
+  EXPECT_EQ(f.queue.metrics().adds_total, 4u);
+  EXPECT_EQ(f.queue.get(), key("d"));
+  EXPECT_EQ(f.queue.get(), key("c"));
+  const auto a = f.queue.get();
+  EXPECT_EQ(a, key("a"));
+  f.queue.add(key("e"));
+  f.queue.add_first(key("a"));  // in flight: parked, first once done
+  EXPECT_EQ(f.queue.len(), 2u);  // b, e
+  f.queue.done(*a);
+  EXPECT_EQ(f.queue.get(), key("a"));
+  EXPECT_EQ(f.queue.get(), key("b"));
+  EXPECT_EQ(f.queue.get(), key("e"));
+  EXPECT_EQ(f.queue.len(), 0u);
+  // Parked by a plain add and done: back of the queue as before.
+  f.queue.add(key("f"));
+  f.queue.add(key("b"));
+  f.queue.done(key("b"));
+  EXPECT_EQ(f.queue.get(), key("f"));
+  EXPECT_EQ(f.queue.get(), key("b"));
+  f.queue.shut_down();
+  f.queue.add_first(key("g"));  // ignored after shut_down
+  EXPECT_EQ(f.queue.len(), 0u);
+}
+
 TEST(WorkQueueTest, DoneWithoutReAddDoesNotRequeue) {
   QueueFixture f;
   f.queue.add(key("a"));

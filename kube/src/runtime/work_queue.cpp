@@ -26,6 +26,27 @@ void WorkQueue::add_locked(const ObjectKey& key) {
   changed_.notify_one();
 }
 
+void WorkQueue::add_first(const ObjectKey& key) {
+  std::lock_guard lock(mutex_);
+  if (shutting_down_) return;
+  if (processing_.contains(key)) {
+    add_locked(key);  // parks it (or it is parked already)
+    first_.insert(key);
+    return;
+  }
+  if (dirty_.contains(key)) {
+    const auto at = std::find(queue_.begin(), queue_.end(), key);
+    if (at == queue_.begin()) return;
+    if (at != queue_.end()) queue_.erase(at);
+  } else {
+    dirty_.insert(key);
+    ++adds_total_;
+    queued_at_.insert_or_assign(key, clock_.now());
+  }
+  queue_.push_front(key);
+  changed_.notify_one();
+}
+
 void WorkQueue::add_after(const ObjectKey& key, std::chrono::nanoseconds delay) {
   std::lock_guard lock(mutex_);
   if (shutting_down_) return;
@@ -105,9 +126,14 @@ void WorkQueue::done(const ObjectKey& key) {
   if (found == processing_.end()) return;  // not handed out: nothing to finish
   work_duration_.observe(clock_.now() - found->second);
   processing_.erase(found);
+  const bool first = first_.erase(key) > 0;
   if (dirty_.contains(key)) {
     // Re-added while in flight: now it may be handed out again.
-    queue_.push_back(key);
+    if (first) {
+      queue_.push_front(key);
+    } else {
+      queue_.push_back(key);
+    }
   }
   changed_.notify_all();  // wakes a getter, or shut_down_with_drain
 }

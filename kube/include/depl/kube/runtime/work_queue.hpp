@@ -48,6 +48,11 @@ class WorkQueue {
 
   // Queues `key` unless it is already queued; ignored after shut_down().
   void add(const ObjectKey& key);
+  // Queues `key` at the front, ahead of every key waiting (moving it there when it is queued
+  // already): for the one key whose turn it is, which must not wait behind routine work (as a
+  // scheduler's next admission; controller-runtime's priority queue does the same with a
+  // priority). A key in flight goes to the front when done().
+  void add_first(const ObjectKey& key);
   // Queues `key` once `delay` has passed on the clock. When the key is already waiting, the
   // earlier of the two times wins.
   void add_after(const ObjectKey& key, std::chrono::nanoseconds delay);
@@ -86,6 +91,7 @@ class WorkQueue {
   std::condition_variable_any changed_;
   std::deque<ObjectKey> queue_;
   std::unordered_set<ObjectKey, ObjectKeyHash> dirty_;
+  std::unordered_set<ObjectKey, ObjectKeyHash> first_;  // parked keys that done() puts in front
   std::unordered_map<ObjectKey, Clock::TimePoint, ObjectKeyHash> processing_;  // -> start
   std::unordered_map<ObjectKey, Clock::TimePoint, ObjectKeyHash> queued_at_;
   std::multimap<Clock::TimePoint, ObjectKey> waiting_;  // ready time -> key
