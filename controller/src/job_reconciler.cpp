@@ -186,23 +186,30 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
       return finish(kube::Action::requeue_after(std::chrono::seconds(1)));
     }
   }
-  if (d.ensure_token_secret) {
-    if (auto ok = ensure_token_secret(job); !ok) return finish(unexpected(ok.error()));
-  }
+  json updated;
+  bool takes_turn = false;
   if (d.status) {
-    json updated = job;
+    updated = job;
     updated["status"] = *d.status;
     // A job that takes its turn at placement (a first plan, or "cannot run now") lets the next
-    // job in line plan now, counting this plan's GPUs, while this write is still on its way,
-    // as Kueue's scheduler assumes an admission before writing it: a thousand jobs applied at
-    // once are placed back to back rather than one per write and watch round trip. If the
-    // write fails the line forgets the plan; jobs placed meanwhile counted GPUs that were not
-    // taken, which errs on the safe side.
-    const bool takes_turn = awaits_first_plan(job) && !awaits_first_plan(updated);
+    // job in line plan now, counting this plan's GPUs, while its writes (the progress-token
+    // Secret, the status) are still on their way, as Kueue's scheduler assumes an admission
+    // before writing it: a thousand jobs applied at once are placed back to back rather than one
+    // per write and watch round trip. If a write fails the line forgets the plan; jobs placed
+    // meanwhile counted GPUs that were not taken, which errs on the safe side.
+    takes_turn = awaits_first_plan(job) && !awaits_first_plan(updated);
     if (takes_turn) {
       caches_.line.assume(updated);
       if (options_.turn_taken) options_.turn_taken();
     }
+  }
+  if (d.ensure_token_secret) {
+    if (auto ok = ensure_token_secret(job); !ok) {
+      if (takes_turn) caches_.line.forget(job);
+      return finish(unexpected(ok.error()));
+    }
+  }
+  if (d.status) {
     auto written = client_.replace_status(job_resource(), updated, {options_.field_manager});
     if (!written) {
       if (takes_turn) caches_.line.forget(job);

@@ -286,7 +286,9 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
 
   options.turn_taken = [&] {
     if (auto* c = controller_for_progress.load()) {
-      if (auto next = line.next()) c->queue().add(std::move(*next));
+      // Ahead of routine work (the pod events of jobs placed before): placement is serial,
+      // every job after this one waits for it.
+      if (auto next = line.next()) c->queue().add_first(*next);
     }
   };
   JobReconciler reconciler(

@@ -147,6 +147,38 @@ TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompl
   expect_job_invariants("faulty");
 }
 
+// The progress-token Secret is written after the job has taken its turn at placement (the next
+// job in line plans meanwhile). When that write fails the turn is given back and the job plans
+// again: it runs once, with one Secret, and nothing is duplicated.
+TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  const std::string me = "secret-controller";
+  auto controller = spawn_controller(me, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+  auto failed = std::make_shared<std::atomic<int>>(0);
+  cluster_->fail_requests_where(
+      [me, failed](const devcluster::RequestSummary& r) {
+        return r.user_agent.find("identity=" + me) != std::string::npos && r.method == "POST" &&
+               r.path.ends_with("/secrets") && failed->fetch_add(1) < 2;
+      },
+      500);
+  json job = patient_job("tokenless", 0.1);
+  job["spec"]["training"]["workers"]["min"] = 1;
+  create_job(job);
+  EXPECT_TRUE(wait_until([&] { return failed->load() >= 2; }))
+      << "the controller did not try to write the Secret twice";
+  cluster_->fail_requests_where({}, 0);
+  json done = wait_job(
+      "tokenless",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  EXPECT_EQ(list(resources::secrets(), "depl.dev/job=tokenless").size(), 1u);
+  expect_job_invariants("tokenless");
+}
+
 TEST_F(FaultsE2e, NodeNotReadyMidPhaseIsReplannedOntoTheRemainingPool) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
   const std::uint16_t port = free_loopback_port();
