@@ -76,8 +76,10 @@ struct Scheduler::Loop {
     return nullptr;
   }
 
-  // The nodes as choose_node takes them, copied again only when a node changed.
-  std::vector<json> node_list;
+  // The nodes as choose_among takes them, worked out again only when a node changed; `node_objects`
+  // keeps the objects the facts point into.
+  std::vector<std::shared_ptr<const json>> node_objects;
+  std::vector<NodeFacts> node_list;
 
   // What scheduling reads of a pod, worked out once per version of it: every round looks at every
   // pod (GPUs in use are GPUs in use), and parsing each one's requests again at each of the
@@ -123,10 +125,14 @@ struct Scheduler::Loop {
   void schedule_pending(bool nodes_changed) {
     if (nodes_changed) {
       node_list.clear();
-      for (const auto& [key, node] : nodes.objects()) node_list.push_back(*node);
+      node_objects.clear();
+      for (const auto& [key, node] : nodes.objects()) {
+        node_objects.push_back(node);
+        node_list.push_back(node_facts(*node));
+      }
     }
     refresh_facts();
-    std::map<std::string, PodResources> used;
+    NodeUsage used;
     struct Waiting {
       std::string_view created;
       const std::string* key;
@@ -135,7 +141,9 @@ struct Scheduler::Loop {
     std::vector<Waiting> waiting;
     for (const auto& [key, f] : facts) {
       if (f.counted) {
-        auto& u = used[std::string(f.node)];
+        auto at = used.find(f.node);
+        if (at == used.end()) at = used.emplace(std::string(f.node), PodResources{}).first;
+        auto& u = at->second;
         u.cpu += f.requests.cpu;
         u.memory += f.requests.memory;
         u.gpu += f.requests.gpu;
@@ -160,7 +168,7 @@ struct Scheduler::Loop {
       WriteOptions options;
       options.field_manager = "depl-scheduler";
       options.user_agent = "depl-devcluster/scheduler";
-      const auto decision = choose_node(pod, node_list, used);
+      const auto decision = choose_among(pod, node_list, used);
       if (decision.node) {
         // One write, as kube-scheduler binds: the API server sets spec.nodeName and
         // PodScheduled=True together. The uid binds this pod, not a namesake created since.

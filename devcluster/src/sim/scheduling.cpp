@@ -210,55 +210,90 @@ std::optional<json> untolerated_taint(const json& pod, const json& node) {
   return std::nullopt;
 }
 
-SchedulingDecision choose_node(const json& pod, const std::vector<json>& nodes,
-                               const std::map<std::string, PodResources>& used) {
-  const PodResources want = pod_requests(pod);
-  std::map<std::string, int> reasons;
-  const json* best = nullptr;
-  double best_free_gpu = 0;
-  std::string best_name;
-  for (const auto& node : nodes) {
-    const std::string name = at(node, {"metadata", "name"}).is_string()
-                                 ? at(node, {"metadata", "name"}).get<std::string>()
-                                 : "";
-    std::vector<std::string> why;
-    if (!node_is_ready(node)) {
-      why.push_back("node(s) were not ready");
-    } else if (at(node, {"spec", "unschedulable"}) == true) {
-      why.push_back("node(s) were unschedulable");
-    } else if (!matches_node_selector(pod, node) || !matches_required_affinity(pod, node)) {
-      why.push_back("node(s) didn't match Pod's node affinity/selector");
-    } else if (auto taint = untolerated_taint(pod, node)) {
-      const std::string value = taint->value("value", "");
-      why.push_back(
-          fmt::format("node(s) had untolerated taint {{{}: {}}}", taint->value("key", ""), value));
-    } else {
-      const PodResources cap = node_allocatable(node);
-      PodResources have;
-      if (auto it = used.find(name); it != used.end()) have = it->second;
-      if (have.pods + 1 > cap.pods) why.push_back("Too many pods");
-      if (want.cpu > 0 && have.cpu + want.cpu > cap.cpu + 1e-9) why.push_back("Insufficient cpu");
-      if (want.memory > 0 && have.memory + want.memory > cap.memory + 1e-9) {
-        why.push_back("Insufficient memory");
-      }
-      if (want.gpu > 0 && have.gpu + want.gpu > cap.gpu + 1e-9) {
-        why.push_back("Insufficient nvidia.com/gpu");
-      }
-      if (why.empty()) {
-        const double free_gpu = cap.gpu - have.gpu - want.gpu;
-        if (!best || free_gpu < best_free_gpu || (free_gpu == best_free_gpu && name < best_name)) {
-          best = &node;
-          best_free_gpu = free_gpu;
-          best_name = name;
-        }
-      }
+NodeFacts node_facts(const json& node) {
+  NodeFacts f;
+  f.node = &node;
+  const json& name = at(node, {"metadata", "name"});
+  if (name.is_string()) f.name = name.get<std::string>();
+  f.ready = node_is_ready(node);
+  f.unschedulable = at(node, {"spec", "unschedulable"}) == true;
+  f.allocatable = node_allocatable(node);
+  return f;
+}
+
+namespace {
+
+// Why `node` cannot take a pod asking for `want` ("" when it can), in kube-scheduler's words.
+// Several resource shortfalls are each a reason of their own.
+std::vector<std::string> refusals(const json& pod, const PodResources& want, const NodeFacts& node,
+                                  const NodeUsage& used) {
+  std::vector<std::string> why;
+  if (!node.ready) {
+    why.push_back("node(s) were not ready");
+  } else if (node.unschedulable) {
+    why.push_back("node(s) were unschedulable");
+  } else if (!matches_node_selector(pod, *node.node) ||
+             !matches_required_affinity(pod, *node.node)) {
+    why.push_back("node(s) didn't match Pod's node affinity/selector");
+  } else if (auto taint = untolerated_taint(pod, *node.node)) {
+    const std::string value = taint->value("value", "");
+    why.push_back(
+        fmt::format("node(s) had untolerated taint {{{}: {}}}", taint->value("key", ""), value));
+  } else {
+    const PodResources& cap = node.allocatable;
+    PodResources have;
+    if (auto it = used.find(node.name); it != used.end()) have = it->second;
+    if (have.pods + 1 > cap.pods) why.push_back("Too many pods");
+    if (want.cpu > 0 && have.cpu + want.cpu > cap.cpu + 1e-9) why.push_back("Insufficient cpu");
+    if (want.memory > 0 && have.memory + want.memory > cap.memory + 1e-9) {
+      why.push_back("Insufficient memory");
     }
-    for (const auto& w : why) ++reasons[w];
+    if (want.gpu > 0 && have.gpu + want.gpu > cap.gpu + 1e-9) {
+      why.push_back("Insufficient nvidia.com/gpu");
+    }
+  }
+  return why;
+}
+
+}  // namespace
+
+SchedulingDecision choose_among(const json& pod, const std::vector<NodeFacts>& nodes,
+                                const NodeUsage& used) {
+  const PodResources want = pod_requests(pod);
+  const bool any_selector = at(pod, {"spec", "nodeSelector"}).is_object();
+  const bool any_affinity = !at(pod, {"spec", "affinity"}).is_null();
+  // The fitting node left with the fewest free GPUs wins (then the name). Nodes are checked
+  // cheapest test first; the reasons are only put into words when no node fits.
+  const NodeFacts* best = nullptr;
+  double best_free_gpu = 0;
+  for (const auto& node : nodes) {
+    if (!node.ready || node.unschedulable) continue;
+    const PodResources& cap = node.allocatable;
+    PodResources have;
+    if (auto it = used.find(node.name); it != used.end()) have = it->second;
+    if (have.pods + 1 > cap.pods || (want.cpu > 0 && have.cpu + want.cpu > cap.cpu + 1e-9) ||
+        (want.memory > 0 && have.memory + want.memory > cap.memory + 1e-9) ||
+        (want.gpu > 0 && have.gpu + want.gpu > cap.gpu + 1e-9)) {
+      continue;
+    }
+    const double free_gpu = cap.gpu - have.gpu - want.gpu;
+    if (best && (free_gpu > best_free_gpu || (free_gpu == best_free_gpu && node.name > best->name)))
+      continue;  // fits, but would not win: its labels and taints need no look
+    if ((any_selector || any_affinity) &&
+        (!matches_node_selector(pod, *node.node) || !matches_required_affinity(pod, *node.node)))
+      continue;
+    if (untolerated_taint(pod, *node.node)) continue;
+    best = &node;
+    best_free_gpu = free_gpu;
   }
   SchedulingDecision decision;
   if (best) {
-    decision.node = best_name;
+    decision.node = best->name;
     return decision;
+  }
+  std::map<std::string, int> reasons;
+  for (const auto& node : nodes) {
+    for (const auto& w : refusals(pod, want, node, used)) ++reasons[w];
   }
   std::string message = fmt::format("0/{} nodes are available", nodes.size());
   bool first = true;
@@ -268,6 +303,14 @@ SchedulingDecision choose_node(const json& pod, const std::vector<json>& nodes,
   }
   decision.message = message + ".";
   return decision;
+}
+
+SchedulingDecision choose_node(const json& pod, const std::vector<json>& nodes,
+                               const NodeUsage& used) {
+  std::vector<NodeFacts> facts;
+  facts.reserve(nodes.size());
+  for (const auto& node : nodes) facts.push_back(node_facts(node));
+  return choose_among(pod, facts, used);
 }
 
 }  // namespace depl::devcluster

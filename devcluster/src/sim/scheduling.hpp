@@ -38,9 +38,27 @@ struct SchedulingDecision {
   std::string message;              // why none fits, kube-scheduler style
 };
 
-// `used` maps node name to the requests of the non-terminal pods already bound to it.
+// Node name -> the requests of the non-terminal pods already bound to it.
+using NodeUsage = std::map<std::string, PodResources, std::less<>>;
+
+// What choose_among reads of a node, worked out once per version of it: the simulated scheduler
+// asks it of every node for every pod it places, and parsing the node's quantities and
+// conditions again each time was most of the scheduler's work in a burst of pods. `node` is not
+// owned: it must outlive the facts.
+struct NodeFacts {
+  const nlohmann::json* node = nullptr;
+  std::string name;
+  bool ready = false;
+  bool unschedulable = false;
+  PodResources allocatable;
+};
+NodeFacts node_facts(const nlohmann::json& node);
+
+SchedulingDecision choose_among(const nlohmann::json& pod, const std::vector<NodeFacts>& nodes,
+                                const NodeUsage& used);
+// choose_among, working out each node's facts first (tests, one-off decisions).
 SchedulingDecision choose_node(const nlohmann::json& pod, const std::vector<nlohmann::json>& nodes,
-                               const std::map<std::string, PodResources>& used);
+                               const NodeUsage& used);
 
 // Single checks, exposed for tests and for the kubelet.
 bool node_is_ready(const nlohmann::json& node);

@@ -92,10 +92,70 @@ TEST(SchedulingTest, HonoursTaintsAndTolerations) {
   pod["spec"]["tolerations"] = {{{"key", "gpu"}, {"operator", "Exists"}}};
   EXPECT_EQ(choose_node(pod, {node}, {}).node, "n");
   pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3";
-  std::map<std::string, PodResources> used{{"n", PodResources{2, 0, 0, 1}}};
+  NodeUsage used{{"n", PodResources{2, 0, 0, 1}}};
   auto full = choose_node(pod, {node}, used);
   EXPECT_FALSE(full.node);
   EXPECT_THAT(full.message, HasSubstr("Insufficient cpu"));
+}
+
+json gpu_node(const std::string& name, int gpus, const std::string& pool = "a") {
+  return {{"metadata", {{"name", name}, {"labels", {{"pool", pool}}}}},
+          {"status",
+           {{"allocatable", {{"cpu", "64"}, {"memory", "256Gi"}, {"nvidia.com/gpu", gpus}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+json gpu_pod(int gpus) {
+  return {{"spec",
+           {{"containers",
+             {{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", gpus}}}}}}}}}}};
+}
+
+TEST(SchedulingTest, TheFittingNodeLeftWithFewestFreeGpusWinsThenTheName) {
+  const std::vector<json> nodes = {gpu_node("d", 8), gpu_node("c", 4), gpu_node("b", 4),
+                                   gpu_node("a", 2)};
+  // a cannot take 3; b and c are left with 1 each: the name decides.
+  EXPECT_EQ(choose_node(gpu_pod(3), nodes, {}).node, "b");
+  // With 2 of b's GPUs in use, c is the only one left with 1.
+  NodeUsage used{{"b", PodResources{0, 0, 2, 1}}};
+  EXPECT_EQ(choose_node(gpu_pod(3), nodes, used).node, "c");
+  EXPECT_EQ(choose_node(gpu_pod(2), nodes, used).node, "a");
+}
+
+TEST(SchedulingTest, ANodeThatWouldWinIsPassedOverWhenItsLabelsTaintsOrStateRefuseThePod) {
+  std::vector<json> nodes = {gpu_node("a", 2, "x"), gpu_node("b", 2), gpu_node("c", 3),
+                             gpu_node("d", 4), gpu_node("e", 8)};
+  json pod = gpu_pod(2);
+  pod["spec"]["nodeSelector"] = {{"pool", "a"}};
+  EXPECT_EQ(choose_node(pod, nodes, {}).node, "b");  // a is the tightest fit, but pool x
+  nodes[1]["spec"]["taints"] = {{{"key", "k"}, {"value", "v"}, {"effect", "NoSchedule"}}};
+  EXPECT_EQ(choose_node(pod, nodes, {}).node, "c");
+  nodes[2]["spec"]["unschedulable"] = true;
+  EXPECT_EQ(choose_node(pod, nodes, {}).node, "d");
+  nodes[3]["status"]["conditions"][0]["status"] = "False";
+  EXPECT_EQ(choose_node(pod, nodes, {}).node, "e");
+  // None left: every node's reason is counted, in kube-scheduler's words and order.
+  NodeUsage used{{"e", PodResources{0, 0, 7, 1}}};
+  auto none = choose_node(pod, nodes, used);
+  EXPECT_FALSE(none.node);
+  EXPECT_EQ(none.message,
+            "0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match "
+            "Pod's node affinity/selector, 1 node(s) had untolerated taint {k: v}, 1 node(s) were "
+            "not ready, 1 node(s) were unschedulable.");
+}
+
+TEST(SchedulingTest, NodeFactsAreReadOnce) {
+  json node = gpu_node("n", 8);
+  node["status"]["allocatable"]["pods"] = "3";
+  node["spec"]["unschedulable"] = true;
+  const NodeFacts f = node_facts(node);
+  EXPECT_EQ(f.node, &node);
+  EXPECT_EQ(f.name, "n");
+  EXPECT_TRUE(f.ready);
+  EXPECT_TRUE(f.unschedulable);
+  EXPECT_EQ(f.allocatable.gpu, 8);
+  EXPECT_EQ(f.allocatable.pods, 3);
+  EXPECT_DOUBLE_EQ(f.allocatable.memory, 256.0 * 1024 * 1024 * 1024);
 }
 
 }  // namespace
