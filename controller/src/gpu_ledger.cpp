@@ -47,21 +47,39 @@ kube::ResourceEventHandlers GpuLedger::handlers() {
 
 void GpuLedger::put(const json& pod) {
   const std::string key = pod_key(pod);
-  std::lock_guard lock(mutex_);
-  // Forget what it held (by key, whatever the event says), then record what it holds now.
-  if (auto it = by_pod_.find(key); it != by_pod_.end()) {
-    subtract(by_node_, it->second.node, it->second.gpus);
-    if (auto owner = by_owner_.find(it->second.owner); owner != by_owner_.end()) {
-      subtract(owner->second, it->second.node, it->second.gpus);
-      if (owner->second.empty()) by_owner_.erase(owner);
+  std::string before_owner, after_owner;
+  bool before = false, after = false;
+  {
+    std::lock_guard lock(mutex_);
+    // Forget what it held (by key, whatever the event says), then record what it holds now.
+    if (auto it = by_pod_.find(key); it != by_pod_.end()) {
+      const Holding& h = it->second;
+      subtract(by_node_, h.node, h.gpus);
+      if (auto owner = by_owner_.find(h.owner); owner != by_owner_.end()) {
+        subtract(owner->second, h.node, h.gpus);
+        if (owner->second.empty()) by_owner_.erase(owner);
+      }
+      if (auto total = total_by_owner_.find(h.owner); total != total_by_owner_.end()) {
+        total->second -= h.gpus;
+        if (total->second <= 0) total_by_owner_.erase(total);
+      }
+      before = true;
+      before_owner = h.owner;
+      by_pod_.erase(it);
     }
-    by_pod_.erase(it);
+    if (pod_holds_gpus(pod)) {
+      Holding h{text_at(pod, "spec", "nodeName"), controller_uid(pod), pod_gpu_request(pod)};
+      by_node_[h.node] += h.gpus;
+      by_owner_[h.owner][h.node] += h.gpus;
+      total_by_owner_[h.owner] += h.gpus;
+      after = true;
+      after_owner = h.owner;
+      by_pod_.emplace(key, std::move(h));
+    }
   }
-  if (!pod_holds_gpus(pod)) return;
-  Holding h{text_at(pod, "spec", "nodeName"), controller_uid(pod), pod_gpu_request(pod)};
-  by_node_[h.node] += h.gpus;
-  by_owner_[h.owner][h.node] += h.gpus;
-  by_pod_.emplace(key, std::move(h));
+  if (!listener_) return;
+  if (before) listener_(before_owner);
+  if (after && (!before || after_owner != before_owner)) listener_(after_owner);
 }
 
 void GpuLedger::remove(const json& pod) {
@@ -83,11 +101,12 @@ GpusByNode GpuLedger::by_node(const std::string& except_owner) const {
 
 int GpuLedger::held_by(const std::string& owner) const {
   std::lock_guard lock(mutex_);
-  auto it = by_owner_.find(owner);
-  if (it == by_owner_.end()) return 0;
-  int total = 0;
-  for (const auto& [node, gpus] : it->second) total += gpus;
-  return total;
+  auto it = total_by_owner_.find(owner);
+  return it == total_by_owner_.end() ? 0 : it->second;
+}
+
+void GpuLedger::on_owner_change(std::function<void(const std::string&)> listener) {
+  listener_ = std::move(listener);
 }
 
 }  // namespace depl::controller

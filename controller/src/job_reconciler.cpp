@@ -116,7 +116,7 @@ JobView JobReconciler::view_of(const json& job) const {
     for (const auto& p : problems)
       spdlog::warn("msg=\"gpu catalog entry ignored\" problem=\"{}\"", p);
   }
-  view.reservations = caches_.line.reservations_before(job, caches_.gpus);
+  view.reservations = caches_.line.reservations_before(job);
   return view;
 }
 

@@ -47,6 +47,10 @@ bool awaits_first_plan(const json& job) {
   return !status.contains("plan");
 }
 
+PlacementLine::PlacementLine(GpuLedger& gpus) : gpus_(gpus) {
+  gpus_.on_owner_change([this](const std::string& uid) { owner_changed(uid); });
+}
+
 PlacementLine::Rank PlacementLine::rank_of(const json& job) {
   const json& meta = member(job, "metadata");
   return {str(meta, "creationTimestamp"), str(meta, "namespace"), str(meta, "name")};
@@ -141,8 +145,7 @@ void PlacementLine::forget(const json& job) {
 void PlacementLine::put_locked(Rank rank, Entry entry) {
   const std::string key = key_of(rank);
   if (auto old = by_key_.find(key); old != by_key_.end() && old->second != rank) {
-    line_.erase(old->second);  // recreated under the same name
-    awaiting_.erase(old->second);
+    erase_locked(old->second);  // recreated under the same name
   }
   by_key_[key] = rank;
   if (entry.awaits_first_plan) {
@@ -150,7 +153,43 @@ void PlacementLine::put_locked(Rank rank, Entry entry) {
   } else {
     awaiting_.erase(rank);
   }
-  line_[std::move(rank)] = std::move(entry);
+  if (auto same = line_.find(rank); same != line_.end() && same->second.uid != entry.uid) {
+    if (auto u = by_uid_.find(same->second.uid); u != by_uid_.end() && u->second == rank)
+      by_uid_.erase(u);
+  }
+  auto at = line_.insert_or_assign(std::move(rank), std::move(entry)).first;
+  Entry& stored = at->second;
+  if (!stored.uid.empty()) by_uid_[stored.uid] = at->first;
+  update_missing_locked(at->first, stored);
+}
+
+void PlacementLine::erase_locked(const Rank& rank) {
+  auto it = line_.find(rank);
+  if (it != line_.end()) {
+    if (auto u = by_uid_.find(it->second.uid); u != by_uid_.end() && u->second == rank)
+      by_uid_.erase(u);
+    line_.erase(it);
+  }
+  awaiting_.erase(rank);
+  unfulfilled_.erase(rank);
+}
+
+void PlacementLine::update_missing_locked(const Rank& rank, Entry& entry) {
+  entry.missing = entry.gpus > 0 ? std::max(0, entry.gpus - gpus_.held_by(entry.uid)) : 0;
+  if (entry.missing > 0) {
+    unfulfilled_.insert(rank);
+  } else {
+    unfulfilled_.erase(rank);
+  }
+}
+
+void PlacementLine::owner_changed(const std::string& uid) {
+  if (uid.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto u = by_uid_.find(uid);
+  if (u == by_uid_.end()) return;
+  auto it = line_.find(u->second);
+  if (it != line_.end()) update_missing_locked(it->first, it->second);
 }
 
 void PlacementLine::remove(const json& job) {
@@ -160,8 +199,7 @@ void PlacementLine::remove(const json& job) {
   assumed_.erase(key);
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
-  line_.erase(it->second);
-  awaiting_.erase(it->second);
+  erase_locked(it->second);
   by_key_.erase(it);
 }
 
@@ -180,16 +218,13 @@ std::optional<kube::ObjectKey> PlacementLine::next() const {
   return kube::ObjectKey{std::get<1>(first), std::get<2>(first)};
 }
 
-std::vector<Reservation> PlacementLine::reservations_before(const json& job,
-                                                            const GpuLedger& gpus) const {
+std::vector<Reservation> PlacementLine::reservations_before(const json& job) const {
   const Rank own = rank_of(job);
   std::vector<Reservation> out;
   std::lock_guard lock(mutex_);
-  for (auto it = line_.begin(); it != line_.end() && it->first < own; ++it) {
-    const Entry& e = it->second;
-    if (e.gpus <= 0) continue;
-    const int need = e.gpus - gpus.held_by(e.uid);  // the ledger never takes our lock
-    if (need > 0) out.push_back({e.pool, need});
+  for (auto it = unfulfilled_.begin(); it != unfulfilled_.end() && *it < own; ++it) {
+    const Entry& e = line_.at(*it);
+    out.push_back({e.pool, e.missing});
   }
   return out;
 }

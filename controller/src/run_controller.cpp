@@ -193,14 +193,14 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   };
   const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
   auto jobs = informer(job_resource(), config.watch_namespace);
-  PlacementLine line;
+  GpuLedger gpus;
+  PlacementLine line(gpus);
   // What the caches keep: no managedFields anywhere (nothing here reads them), and of pods only
   // what placement and the reconciler read (trim_cached_pod drops managedFields too).
   jobs->set_transform(kube::strip_managed_fields);
   jobs->add_handlers(line.handlers());  // before the controller's handlers (see PlacementLine)
   auto pods = informer(resources::pods(), "");
   pods->set_transform(trim_cached_pod);
-  GpuLedger gpus;
   pods->add_handlers(gpus.handlers());  // before the controller's handlers (see GpuLedger)
   auto nodes = informer(resources::nodes(), "");
   auto services = informer(resources::services(), config.watch_namespace, managed);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 namespace depl::controller {
 namespace {
 
@@ -44,7 +47,8 @@ json gpu_pod(const std::string& name, const std::string& owner_uid, int gpus) {
 }
 
 TEST(PlacementLine, TheEarliestJobWithoutAPlanIsNext) {
-  PlacementLine line;
+  GpuLedger gpus;
+  PlacementLine line(gpus);
   EXPECT_FALSE(line.next().has_value());
   line.put(job("c", "2026-11-22T05:00:02Z"));
   line.put(job("b", "2026-11-22T05:00:01Z"));
@@ -75,14 +79,14 @@ TEST(PlacementLine, TheEarliestJobWithoutAPlanIsNext) {
 }
 
 TEST(PlacementLine, EarlierJobsReserveWhatTheirPodsDoNotHoldYet) {
-  PlacementLine line;
   GpuLedger gpus;
+  PlacementLine line(gpus);
   line.put(planned(job("a", "2026-11-22T05:00:01Z"), "p", 3));               // 3 x 2 GPUs
   line.put(planned(job("b", "2026-11-22T05:00:02Z"), "q", 1, "Pending"));    // 1 x 2 GPUs
   line.put(planned(job("c", "2026-11-22T05:00:03Z"), "p", 4, "Succeeded"));  // done: nothing
   line.put(planned(job("d", "2026-11-22T05:00:04Z"), "p", 1));               // later than x
   const json x = job("x", "2026-11-22T05:00:03Z");
-  auto reservations = line.reservations_before(x, gpus);
+  auto reservations = line.reservations_before(x);
   ASSERT_EQ(reservations.size(), 2u);
   EXPECT_EQ(reservations[0].pool, "p");
   EXPECT_EQ(reservations[0].gpus, 6);
@@ -92,11 +96,91 @@ TEST(PlacementLine, EarlierJobsReserveWhatTheirPodsDoNotHoldYet) {
   gpus.put(gpu_pod("a-w0", "uid-a", 2));
   gpus.put(gpu_pod("a-w1", "uid-a", 2));
   gpus.put(gpu_pod("b-w0", "uid-b", 2));
-  reservations = line.reservations_before(x, gpus);
+  reservations = line.reservations_before(x);
   ASSERT_EQ(reservations.size(), 1u);
   EXPECT_EQ(reservations[0].pool, "p");
   EXPECT_EQ(reservations[0].gpus, 2);
-  EXPECT_TRUE(line.reservations_before(job("a", "2026-11-22T05:00:01Z"), gpus).empty());
+  EXPECT_TRUE(line.reservations_before(job("a", "2026-11-22T05:00:01Z")).empty());
+}
+
+// What the line says earlier jobs still need follows the ledger whichever comes first, the
+// plan or the pods, and whatever happens to the pods afterwards.
+TEST(PlacementLine, ReservationsFollowThePodsWhicheverArrivesFirst) {
+  GpuLedger gpus;
+  PlacementLine line(gpus);
+  const json x = job("x", "2026-11-22T05:00:09Z");
+  gpus.put(gpu_pod("a-w0", "uid-a", 2));  // a's pod before a's plan reaches the line
+  line.put(planned(job("a", "2026-11-22T05:00:01Z"), "p", 2));
+  auto reservations = line.reservations_before(x);
+  ASSERT_EQ(reservations.size(), 1u);
+  EXPECT_EQ(reservations[0].gpus, 2);
+  gpus.put(gpu_pod("a-w1", "uid-a", 2));
+  EXPECT_TRUE(line.reservations_before(x).empty());
+  gpus.remove(gpu_pod("a-w0", "uid-a", 2));  // a worker gone: its GPUs are promised again
+  reservations = line.reservations_before(x);
+  ASSERT_EQ(reservations.size(), 1u);
+  EXPECT_EQ(reservations[0].gpus, 2);
+  line.remove(job("a", "2026-11-22T05:00:01Z"));
+  EXPECT_TRUE(line.reservations_before(x).empty());
+  gpus.remove(gpu_pod("a-w1", "uid-a", 2));  // the ledger's news of a job no longer in line
+  EXPECT_TRUE(line.reservations_before(x).empty());
+}
+
+// Seeded random plans, pods and removals: the line's answer is always the sum over the jobs
+// before, worked out from scratch.
+TEST(PlacementLine, ReservationsAgreeWithSummingOverEveryEarlierJob) {
+  std::mt19937 rng(7);
+  GpuLedger gpus;
+  PlacementLine line(gpus);
+  struct Model {
+    int workers = 0;                  // 0: no plan in line
+    std::map<std::string, int> pods;  // pod name -> GPUs
+  };
+  std::map<std::string, Model> jobs;  // by name; job names sort as their creation times
+  auto created = [](int i) {
+    return "2026-11-22T05:00:" + std::string(i < 10 ? "0" : "") + std::to_string(i) + "Z";
+  };
+  for (int step = 0; step < 3000; ++step) {
+    const int i = static_cast<int>(rng() % 12);
+    const std::string name = "j" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    Model& m = jobs[name];
+    switch (rng() % 4) {
+      case 0:  // planned (again), 1-4 workers of 2 GPUs
+        m.workers = 1 + static_cast<int>(rng() % 4);
+        line.put(planned(job(name, created(i)), "p", m.workers));
+        break;
+      case 1:  // gone from the line
+        m.workers = 0;
+        line.remove(job(name, created(i)));
+        break;
+      case 2: {  // a pod of 1-2 GPUs bound
+        const std::string pod = name + "-w" + std::to_string(rng() % 5);
+        m.pods[pod] = 1 + static_cast<int>(rng() % 2);
+        gpus.put(gpu_pod(pod, "uid-" + name, m.pods[pod]));
+        break;
+      }
+      default: {  // a pod deleted
+        const std::string pod = name + "-w" + std::to_string(rng() % 5);
+        m.pods.erase(pod);
+        gpus.remove(gpu_pod(pod, "uid-" + name, 1));
+      }
+    }
+    const int before = static_cast<int>(rng() % 13);
+    int want = 0;
+    for (const auto& [n, model] : jobs) {
+      // Same creation second: by name, and "jNN" sorts before "x".
+      if (std::stoi(n.substr(1)) > before || model.workers == 0) continue;
+      int held = 0;
+      for (const auto& [pod, g] : model.pods) held += g;
+      want += std::max(0, model.workers * 2 - held);
+    }
+    int got = 0;
+    for (const auto& r : line.reservations_before(job("x", created(before)))) {
+      EXPECT_GT(r.gpus, 0);
+      got += r.gpus;
+    }
+    ASSERT_EQ(got, want) << "step " << step;
+  }
 }
 
 // Two jobs in line, `a` before `b`; the reconciler assumes plans of `a` into the line.
@@ -106,8 +190,8 @@ class AssumedPlan : public ::testing::Test {
     line.put(a);
     line.put(b);
   }
-  PlacementLine line;
   GpuLedger gpus;
+  PlacementLine line{gpus};
   const json a = job("a", "2026-11-22T05:00:01Z");
   const json b = job("b", "2026-11-22T05:00:02Z");
 };
@@ -119,7 +203,7 @@ TEST_F(AssumedPlan, LetsTheNextJobInAndReserves) {
   line.assume(planned(a, "p", 3, "Pending"));
   EXPECT_EQ(line.next()->name, "b");
   EXPECT_EQ(line.unplanned_before(b), "");
-  auto reservations = line.reservations_before(b, gpus);
+  auto reservations = line.reservations_before(b);
   ASSERT_EQ(reservations.size(), 1u);
   EXPECT_EQ(reservations[0].gpus, 6);
   // An event from before the write (the job as it was) does not undo the assumption...
@@ -129,7 +213,7 @@ TEST_F(AssumedPlan, LetsTheNextJobInAndReserves) {
   line.put(planned(a, "p", 3, "Pending"));
   line.forget(a);  // a late failure of a retried write changes nothing now
   EXPECT_EQ(line.next()->name, "b");
-  EXPECT_EQ(line.reservations_before(b, gpus).size(), 1u);
+  EXPECT_EQ(line.reservations_before(b).size(), 1u);
 }
 
 TEST_F(AssumedPlan, AFailedWriteGoesBackToWhatTheInformerDelivered) {
@@ -137,7 +221,7 @@ TEST_F(AssumedPlan, AFailedWriteGoesBackToWhatTheInformerDelivered) {
   line.forget(a);
   EXPECT_EQ(line.next()->name, "a");
   EXPECT_EQ(line.unplanned_before(b), "default/a");
-  EXPECT_TRUE(line.reservations_before(b, gpus).empty());
+  EXPECT_TRUE(line.reservations_before(b).empty());
   // A job recreated under the same name is a new job: its events are not held back.
   line.assume(planned(a, "p", 3, "Pending"));
   line.put(job("a", "2026-11-22T05:00:05Z", "uid-a2"));
@@ -156,7 +240,7 @@ TEST_F(AssumedPlan, ARetryFromAStaleCacheDoesNotUndoADeliveredPlan) {
   line.forget(a);                              // its write: 409 Conflict
   EXPECT_EQ(line.next()->name, "b");
   EXPECT_EQ(line.unplanned_before(b), "");
-  auto reservations = line.reservations_before(b, gpus);
+  auto reservations = line.reservations_before(b);
   ASSERT_EQ(reservations.size(), 1u);
   EXPECT_EQ(reservations[0].gpus, 6) << "the delivered plan's 3 workers x 2 GPUs";
 }

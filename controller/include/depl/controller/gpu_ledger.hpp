@@ -3,9 +3,11 @@
 // every reconcile; summing them over every pod of the cluster each time made a reconcile cost
 // O(pods), and a burst of jobs O(jobs x pods).
 //
-// Thread-safety: one writer (the informer thread, through the handlers), many readers.
+// Thread-safety: one writer (the informer thread, through the handlers), many readers. The
+// change listener runs on the writer's thread, after the ledger's lock is released.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,6 +35,11 @@ class GpuLedger {
   // GPUs held by the pods whose controller has uid `owner`.
   int held_by(const std::string& owner) const;
 
+  // `listener(owner_uid)` is called after every put()/remove() that may have changed what the
+  // pods of that owner hold ("" for pods without a controller). One listener; set it before
+  // the informer runs.
+  void on_owner_change(std::function<void(const std::string&)> listener);
+
  private:
   struct Holding {
     std::string node;
@@ -43,6 +50,8 @@ class GpuLedger {
   std::unordered_map<std::string, Holding> by_pod_;  // "namespace/name" -> what it holds
   GpusByNode by_node_;
   std::unordered_map<std::string, GpusByNode> by_owner_;  // owner uid -> node -> GPUs
+  std::unordered_map<std::string, int> total_by_owner_;   // owner uid -> GPUs
+  std::function<void(const std::string&)> listener_;
 };
 
 }  // namespace depl::controller

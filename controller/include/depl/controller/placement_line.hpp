@@ -9,8 +9,14 @@
 // write and the watch bring it back: the next job's turn then does not wait for either, and a
 // burst of jobs is placed back to back rather than one per write and watch round trip.
 //
-// Thread-safety: every member takes the line's own lock; writers are the informer thread
-// (through the handlers) and the reconcilers (assume()).
+// What earlier jobs were promised but do not hold yet is kept up to date as well, from the GPU
+// ledger's changes: a reconcile reads the few jobs whose pods are still on their way instead of
+// asking the ledger about every job placed before it (O(jobs) per reconcile, most of a burst's
+// placement work once a thousand jobs were in line).
+//
+// Thread-safety: every member takes the line's own lock; writers are the informer threads
+// (through the handlers and the ledger's listener) and the reconcilers (assume()). The line asks
+// the ledger while holding its lock; the ledger calls the line only after releasing its own.
 #pragma once
 
 #include <map>
@@ -38,6 +44,12 @@ bool awaits_first_plan(const nlohmann::json& job);
 
 class PlacementLine {
  public:
+  // Follows what the pods of each job hold in `gpus` (its change listener is the line's from
+  // now on); `gpus` must outlive the line, and the line must outlive the ledger's writers.
+  explicit PlacementLine(GpuLedger& gpus);
+  PlacementLine(const PlacementLine&) = delete;
+  PlacementLine& operator=(const PlacementLine&) = delete;
+
   // Handlers to add to the jobs informer before any that enqueue work.
   kube::ResourceEventHandlers handlers();
 
@@ -58,9 +70,8 @@ class PlacementLine {
   std::optional<kube::ObjectKey> next() const;
   // GPUs promised to jobs created before `job` (Pending or Running, with a plan) whose pods do
   // not hold them yet: the phase in force needs workers x gpusPerWorker in its pool, less what
-  // the job's pods hold now (`gpus`).
-  std::vector<Reservation> reservations_before(const nlohmann::json& job,
-                                               const GpuLedger& gpus) const;
+  // the job's pods hold now (in the ledger).
+  std::vector<Reservation> reservations_before(const nlohmann::json& job) const;
 
  private:
   using Rank = std::tuple<std::string, std::string, std::string>;  // created, namespace, name
@@ -69,16 +80,24 @@ class PlacementLine {
     bool awaits_first_plan = false;
     std::string pool;  // of the phase in force; "" when it reserves nothing
     int gpus = 0;      // the phase in force needs (workers x gpusPerWorker)
+    int missing = 0;   // of those, what the job's pods do not hold yet
   };
   static Rank rank_of(const nlohmann::json& job);
   static std::string key_of(const Rank& rank);  // "namespace/name"
   static Entry entry_of(const nlohmann::json& job);
   void put_locked(Rank rank, Entry entry);
+  void erase_locked(const Rank& rank);
+  // Works out `entry.missing` from the ledger and files `rank` among the unfulfilled or not.
+  void update_missing_locked(const Rank& rank, Entry& entry);
+  void owner_changed(const std::string& uid);
 
+  GpuLedger& gpus_;
   mutable std::mutex mutex_;
   std::map<Rank, Entry> line_;
   std::unordered_map<std::string, Rank> by_key_;  // "namespace/name" -> its place in line_
+  std::unordered_map<std::string, Rank> by_uid_;  // job uid -> its place in line_
   std::set<Rank> awaiting_;
+  std::set<Rank> unfulfilled_;  // jobs whose pods hold less than the phase in force needs
   struct Assumption {
     std::string uid;
     // What the informer last delivered for the job (restored by forget()).
