@@ -87,11 +87,14 @@ struct Scheduler::Loop {
   // which the entry keeps.
   struct PodFacts {
     std::shared_ptr<const json> object;
-    std::string_view node;  // spec.nodeName
+    std::string_view node;  // spec.nodeName, or the node it was just bound to
     bool counted = false;   // bound and not terminal: its requests are in use
     bool waiting = false;   // to be scheduled
     PodResources requests;
     std::string_view created;
+    // Bound by us, its event not in yet: counted on this node until the event brings the pod
+    // as the store has it (a new object, so the facts are worked out again).
+    std::string assumed_node;
   };
   std::map<ObjectCache::Key, PodFacts, std::less<>> facts;  // by the pod cache's key
 
@@ -136,10 +139,10 @@ struct Scheduler::Loop {
     struct Waiting {
       std::string_view created;
       const std::string* key;
-      const json* pod;
+      PodFacts* facts;
     };
     std::vector<Waiting> waiting;
-    for (const auto& [key, f] : facts) {
+    for (auto& [key, f] : facts) {
       if (f.counted) {
         auto at = used.find(f.node);
         if (at == used.end()) at = used.emplace(std::string(f.node), PodResources{}).first;
@@ -149,7 +152,7 @@ struct Scheduler::Loop {
         u.gpu += f.requests.gpu;
         u.pods += 1;
       } else if (f.waiting) {
-        waiting.push_back({f.created, &key, f.object.get()});
+        waiting.push_back({f.created, &key, &f});
       }
     }
     // Oldest first, as the real scheduler's queue roughly does (then by namespace/name: the
@@ -160,7 +163,7 @@ struct Scheduler::Loop {
     });
     std::vector<json> updated;
     for (const Waiting& w : waiting) {
-      const json& pod = *w.pod;
+      const json& pod = *w.facts->object;
       const std::string ns = pod["metadata"].value("namespace", "");
       const std::string name = pod["metadata"].value("name", "");
       const ResourceRef binding_ref{"", "v1", "pods", ns, name, "binding"};
@@ -186,16 +189,18 @@ struct Scheduler::Loop {
           continue;
         }
         spdlog::debug("event=pod_scheduled pod={}/{} node={}", ns, name, *decision.node);
-        const auto r = pod_requests(pod);
-        auto& u = used[*decision.node];
-        u.cpu += r.cpu;
-        u.memory += r.memory;
-        u.gpu += r.gpu;
-        u.pods += 1;
         // The answer is a Status, not the pod: assume it bound until its event arrives.
-        json assumed = pod;
-        assumed["spec"]["nodeName"] = *decision.node;
-        updated.push_back(std::move(assumed));
+        PodFacts& f = *w.facts;
+        f.assumed_node = *decision.node;
+        f.node = f.assumed_node;
+        f.waiting = false;
+        f.counted = true;
+        f.requests = pod_requests(pod);
+        auto& u = used[f.assumed_node];
+        u.cpu += f.requests.cpu;
+        u.memory += f.requests.memory;
+        u.gpu += f.requests.gpu;
+        u.pods += 1;
       } else {
         const json* current = find_condition(pod, "PodScheduled");
         if (current && current->value("status", "") == "False" &&

@@ -248,9 +248,7 @@ TEST_F(DevClusterTest, SchedulerCountsGpusUntilThePodHoldingThemIsGoneOrDone) {
     }
     return false;
   };
-  auto node_of = [&](const std::string& name) {
-    return pod(name)["spec"].value("nodeName", "");
-  };
+  auto node_of = [&](const std::string& name) { return pod(name)["spec"].value("nodeName", ""); };
   create_pod(on_t4(4, shell_container("sleep 60")), "holder");
   ASSERT_TRUE(eventually([&] { return node_of("holder") == "t4-0"; }));
   // A simulated container: it finishes on its own 200 ms after it starts.
@@ -265,6 +263,39 @@ TEST_F(DevClusterTest, SchedulerCountsGpusUntilThePodHoldingThemIsGoneOrDone) {
   create_pod(on_t4(4, shell_container("sleep 60")), "whole");
   ASSERT_TRUE(eventually([&] { return phase("short") == "Succeeded"; }));
   ASSERT_TRUE(eventually([&] { return node_of("whole") == "t4-0"; }));
+}
+
+// Pods created together are placed together: each binding counts against the node at once,
+// before its event comes back, so a burst never puts more on a node than it has.
+TEST_F(DevClusterTest, SchedulerNeverBindsMoreThanANodeHoldsInABurst) {
+  json one_gpu = {
+      {"nodeSelector", {{"depl.dev/pool", "t4"}}},
+      {"containers", json::array({{{"name", "main"},
+                                   {"image", "busybox"},
+                                   {"command", {"sh", "-c", "sleep 60"}},
+                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}};
+  auto worker = [](int i) {
+    std::string name = "w";
+    name += std::to_string(i);
+    return name;
+  };
+  for (int i = 0; i < 12; ++i) create_pod(one_gpu, worker(i));
+  auto settled = [&](int& bound) {
+    bound = 0;
+    int refused = 0;
+    for (int i = 0; i < 12; ++i) {
+      const json p = pod(worker(i));
+      if (!p["spec"].value("nodeName", "").empty()) ++bound;
+      for (const auto& c : p.value("status", json::object()).value("conditions", json::array())) {
+        if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "Unschedulable")
+          ++refused;
+      }
+    }
+    return bound + refused == 12;
+  };
+  int bound = 0;
+  ASSERT_TRUE(eventually([&] { return settled(bound); }));
+  EXPECT_EQ(bound, 4) << "the t4 node has 4 GPUs";
 }
 
 TEST_F(DevClusterTest, KubeletReportsExitCodesAndRestarts) {
