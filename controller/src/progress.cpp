@@ -135,22 +135,36 @@ ProgressEndpoint::ProgressEndpoint(
     JobAccess& access, Clock& clock,
     std::function<void(const std::string&, const std::string&)> on_recorded,
     ProgressEndpointOptions options)
-    : access_(access), clock_(clock), on_recorded_(std::move(on_recorded)), options_(options) {}
+    : access_(access),
+      clock_(clock),
+      on_recorded_(std::move(on_recorded)),
+      options_(options),
+      job_reports_({.per_second = options.reports_per_second,
+                    .burst = options.burst,
+                    .max_keys = options.max_tracked,
+                    .sweep_every = options.sweep_every}),
+      failed_auth_({.per_second = options.failed_auth_per_second,
+                    .burst = options.failed_auth_burst,
+                    .max_keys = options.max_tracked,
+                    .sweep_every = options.sweep_every}) {}
 
-bool ProgressEndpoint::allow(const std::string& job_key) {
-  std::lock_guard lock(mutex_);
-  Bucket& b = buckets_[job_key];
-  const auto now = clock_.now();
-  if (b.last == Clock::TimePoint{}) {
-    b.tokens = options_.burst;
-  } else {
-    const double elapsed = std::chrono::duration<double>(now - b.last).count();
-    b.tokens = std::min(options_.burst, b.tokens + elapsed * options_.reports_per_second);
+std::optional<HttpReply> ProgressEndpoint::authenticate(const HttpRequestView& request,
+                                                        const std::string& ns,
+                                                        const std::string& name) {
+  auto auth = request.headers.find("authorization");
+  const std::string prefix = "Bearer ";
+  if (auth == request.headers.end() || auth->second.rfind(prefix, 0) != 0) {
+    return error_reply(401, "missing bearer token (Authorization: Bearer $DEPL_PROGRESS_TOKEN)");
   }
-  b.last = now;
-  if (b.tokens < 1) return false;
-  b.tokens -= 1;
-  return true;
+  auto token = access_.token(ns, name);
+  if (!token) {
+    return error_reply(token.error().transient ? 503 : 404,
+                       fmt::format("job {}/{}: {}", ns, name, token.error().message));
+  }
+  if (!constant_time_equal(auth->second.substr(prefix.size()), *token)) {
+    return error_reply(401, "wrong progress token for this job");
+  }
+  return std::nullopt;
 }
 
 std::map<int, std::uint64_t> ProgressEndpoint::answered() const {
@@ -178,20 +192,16 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
     if (request.method != "POST") return error_reply(405, "method not allowed: use POST");
     const std::string& ns = parts[2];
     const std::string& name = parts[4];
-    if (!allow(ns + "/" + name)) return error_reply(429, "too many progress reports for this job");
-
-    auto auth = request.headers.find("authorization");
-    const std::string prefix = "Bearer ";
-    if (auth == request.headers.end() || auth->second.rfind(prefix, 0) != 0) {
-      return error_reply(401, "missing bearer token (Authorization: Bearer $DEPL_PROGRESS_TOKEN)");
+    // Every attempt spends from its peer's failed-authentication budget first, so a stranger's
+    // token lookups are bounded; one that authenticates gets it back. The job's own budget is
+    // spent only by its authenticated workers.
+    if (!failed_auth_.allow(request.peer, clock_.now())) {
+      return error_reply(429, "too many failed authentications from this address; retry later");
     }
-    auto token = access_.token(ns, name);
-    if (!token) {
-      return error_reply(token.error().transient ? 503 : 404,
-                         fmt::format("job {}/{}: {}", ns, name, token.error().message));
-    }
-    if (!constant_time_equal(auth->second.substr(prefix.size()), *token)) {
-      return error_reply(401, "wrong progress token for this job");
+    if (auto refused = authenticate(request, ns, name)) return *refused;
+    failed_auth_.refund(request.peer);
+    if (!job_reports_.allow(ns + "/" + name, clock_.now())) {
+      return error_reply(429, "too many progress reports for this job");
     }
     auto report = parse_progress_report(request.body);
     if (!report) return error_reply(400, report.error().message);

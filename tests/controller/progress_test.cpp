@@ -1,6 +1,9 @@
 #include "depl/controller/progress.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "depl/controller/job_status.hpp"
 
@@ -97,13 +100,15 @@ TEST(ApplyProgress, EditedStatusIsReadWithoutTrustingIt) {
 
 class FakeAccess : public JobAccess {
  public:
-  json job = running_job();
+  json job = running_job();                                       // what every known job reads as
+  std::map<std::string, std::string> tokens = {{"j", "s3cret"}};  // the known jobs (ns "ns")
   int conflicts = 0;
   int writes = 0;
+  int token_lookups = 0;
   bool api_down = false;  // every read fails as when the API server cannot be reached
   Expected<json, AccessError> get_job(const std::string&, const std::string& name) override {
     if (api_down) return unexpected(AccessError{"connection refused", true});
-    if (name != "j") return unexpected(AccessError{"not found"});
+    if (!tokens.contains(name)) return unexpected(AccessError{"not found"});
     return job;
   }
   Expected<bool> write_status(const json& j) override {
@@ -116,18 +121,22 @@ class FakeAccess : public JobAccess {
     return true;
   }
   Expected<std::string, AccessError> token(const std::string&, const std::string& name) override {
+    ++token_lookups;
     if (api_down) return unexpected(AccessError{"connection refused", true});
-    if (name != "j") return unexpected(AccessError{"no progress token"});
-    return std::string("s3cret");
+    auto it = tokens.find(name);
+    if (it == tokens.end()) return unexpected(AccessError{"no progress token"});
+    return it->second;
   }
 };
 
 HttpRequestView post(const std::string& body, const std::string& token = "s3cret",
-                     const std::string& path = "/v1/namespaces/ns/jobs/j/progress") {
+                     const std::string& path = "/v1/namespaces/ns/jobs/j/progress",
+                     const std::string& peer = "10.0.0.7") {
   HttpRequestView r;
   r.method = "POST";
   r.target = path;
   r.body = body;
+  r.peer = peer;
   if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
   return r;
 }
@@ -199,6 +208,120 @@ TEST(ProgressEndpoint, RateLimitsPerJob) {
   EXPECT_EQ(endpoint.handle(post(body)).status, 429);
   clock.advance(std::chrono::seconds(1));
   EXPECT_EQ(endpoint.handle(post(body)).status, 200);
+}
+
+// A stranger without the token used to spend the job's own budget (the limit came before the
+// token check), so the job's workers got 429 and dropped their reports.
+TEST(ProgressEndpoint, AStrangerCannotSpendAJobsBudget) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.burst = 3;
+  o.reports_per_second = 1;
+  o.failed_auth_burst = 5;
+  o.failed_auth_per_second = 1;
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  const std::string path = "/v1/namespaces/ns/jobs/j/progress";
+  int refused_after = 0;
+  for (int i = 0; i < 100; ++i) {
+    const int status = endpoint.handle(post(body, i % 2 ? "guess" : "", path, "10.9.9.9")).status;
+    if (status == 429) break;
+    EXPECT_EQ(status, 401);
+    ++refused_after;
+  }
+  EXPECT_EQ(refused_after, 5);  // the stranger's own budget, not the job's
+  EXPECT_EQ(endpoint.job_buckets(), 0u);
+  EXPECT_EQ(access.writes, 0);
+
+  HttpReply worker = endpoint.handle(post(body, "s3cret", path, "10.0.0.7"));
+  EXPECT_EQ(worker.status, 200) << worker.body;
+  EXPECT_EQ(access.writes, 1);
+  EXPECT_EQ(access.job["status"]["progress"]["epoch"], 2);
+  EXPECT_EQ(access.job["status"]["progress"]["loss"], 0.7);
+
+  // The stranger stays bounded, and gets one more try per second.
+  EXPECT_EQ(endpoint.handle(post(body, "guess", path, "10.9.9.9")).status, 429);
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(endpoint.handle(post(body, "guess", path, "10.9.9.9")).status, 401);
+  EXPECT_EQ(endpoint.handle(post(body, "guess", path, "10.9.9.9")).status, 429);
+}
+
+// Each unauthenticated request costs a token lookup (an API read for a job whose Secret is not
+// cached): a stranger trying many job names must be refused before it is looked up.
+TEST(ProgressEndpoint, UnauthenticatedLookupsAreBoundedPerPeer) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.failed_auth_burst = 4;
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  std::map<int, int> statuses;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string path = fmt::format("/v1/namespaces/ns/jobs/guess-{}/progress", i);
+    statuses[endpoint.handle(post(body, "s3cret", path, "10.9.9.9")).status] += 1;
+  }
+  EXPECT_EQ(access.token_lookups, 4);
+  EXPECT_EQ(statuses[404], 4);
+  EXPECT_EQ(statuses[429], 996);
+  EXPECT_EQ(endpoint.job_buckets(), 0u);
+  // A worker elsewhere is not affected.
+  EXPECT_EQ(endpoint.handle(post(body)).status, 200);
+}
+
+TEST(ProgressEndpoint, OneJobsTokenCannotReportForAnother) {
+  FakeAccess access;
+  access.tokens["k"] = "k-token";
+  FakeClock clock;
+  int recorded = 0;
+  ProgressEndpoint endpoint(access, clock,
+                            [&](const std::string&, const std::string&) { ++recorded; });
+  const json before = access.job;
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  HttpReply reply = endpoint.handle(post(body, "s3cret", "/v1/namespaces/ns/jobs/k/progress"));
+  EXPECT_EQ(reply.status, 401) << reply.body;
+  EXPECT_EQ(json::parse(reply.body)["error"], "wrong progress token for this job");
+  reply = endpoint.handle(post(body, "k-token", "/v1/namespaces/ns/jobs/j/progress"));
+  EXPECT_EQ(reply.status, 401) << reply.body;
+  EXPECT_EQ(access.writes, 0);
+  EXPECT_EQ(recorded, 0);
+  EXPECT_EQ(access.job, before);
+  EXPECT_EQ(endpoint.job_buckets(), 0u);  // no budget spent for either job
+}
+
+// Buckets are keyed by names and addresses from the network: jobs come and go, so the buckets of
+// jobs that stopped reporting must not pile up.
+TEST(ProgressEndpoint, RateLimitBucketsDoNotAccumulate) {
+  FakeAccess access;
+  for (int i = 0; i < 300; ++i) access.tokens[fmt::format("job-{}", i)] = fmt::format("t{}", i);
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.burst = 2;
+  o.reports_per_second = 1;
+  o.max_tracked = 100;
+  o.sweep_every = std::chrono::seconds(60);
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":1,"epoch":2,"loss":0.7})";
+  auto report = [&](int i, const std::string& peer) {
+    return endpoint
+        .handle(post(body, fmt::format("t{}", i),
+                     fmt::format("/v1/namespaces/ns/jobs/job-{}/progress", i), peer))
+        .status;
+  };
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(report(i, "10.0.0.7"), 200) << i;
+  EXPECT_LE(endpoint.job_buckets(), 100u);  // capped while all are live
+  EXPECT_LE(endpoint.peer_buckets(), 1u);
+  for (int i = 0; i < 300; ++i) {
+    endpoint.handle(post(body, "nope", "/v1/namespaces/ns/jobs/j/progress",
+                         fmt::format("10.1.{}.{}", i / 250, i % 250)));
+  }
+  EXPECT_LE(endpoint.peer_buckets(), 100u);
+
+  // Once the buckets have refilled they are forgotten at the next sweep.
+  clock.advance(std::chrono::seconds(61));
+  EXPECT_EQ(report(0, "10.0.0.7"), 200);
+  EXPECT_EQ(endpoint.job_buckets(), 1u);
+  EXPECT_EQ(endpoint.peer_buckets(), 1u);
 }
 
 TEST(ProgressEndpoint, ConstantTimeCompare) {

@@ -18,6 +18,7 @@
 #include "depl/common/clock.hpp"
 #include "depl/common/expected.hpp"
 #include "depl/controller/http_server.hpp"
+#include "depl/controller/keyed_rate_limiter.hpp"
 
 namespace depl::controller {
 
@@ -64,10 +65,22 @@ class JobAccess {
                                                    const std::string& name) = 0;
 };
 
+// Every limit of the endpoint. docs/operations.md ("Security") quotes these defaults.
 struct ProgressEndpointOptions {
   int conflict_retries = 5;
-  double reports_per_second = 20;  // per job
+  // Authenticated reports, per job. Checked only after the token, so a stranger cannot spend a
+  // job's budget and make its workers drop reports.
+  double reports_per_second = 20;
   double burst = 40;
+  // Requests that fail authentication (no token, a wrong one, a job without a token, a lookup
+  // that failed), per peer address: each costs a token lookup, an API read when the Secret is
+  // not cached. A peer over this limit is answered 429 before any lookup, even with a right token;
+  // workers run in pods of their own, so a stranger can only lock out its own address.
+  double failed_auth_per_second = 1;
+  double failed_auth_burst = 10;
+  // Bounds the buckets held for each limit (jobs, peers); refilled ones are dropped every sweep.
+  std::size_t max_tracked = 10000;
+  std::chrono::seconds sweep_every{60};
 };
 
 class ProgressEndpoint {
@@ -82,19 +95,22 @@ class ProgressEndpoint {
   // Counts of answered reports by HTTP status, for metrics.
   std::map<int, std::uint64_t> answered() const;
 
+  // Rate-limit buckets held now (per job, per peer address): bounded, for tests and metrics.
+  std::size_t job_buckets() const { return job_reports_.size(); }
+  std::size_t peer_buckets() const { return failed_auth_.size(); }
+
  private:
-  bool allow(const std::string& job_key);
+  // Checks the request's bearer token against the job's; the refusal to answer when it fails.
+  std::optional<HttpReply> authenticate(const HttpRequestView& request, const std::string& ns,
+                                        const std::string& name);
 
   JobAccess& access_;
   Clock& clock_;
   std::function<void(const std::string&, const std::string&)> on_recorded_;
   ProgressEndpointOptions options_;
-  mutable std::mutex mutex_;
-  struct Bucket {
-    double tokens = 0;
-    Clock::TimePoint last{};
-  };
-  std::map<std::string, Bucket> buckets_;
+  KeyedRateLimiter job_reports_;  // keyed by "<ns>/<name>"
+  KeyedRateLimiter failed_auth_;  // keyed by the peer address
+  mutable std::mutex mutex_;      // guards answered_
   std::map<int, std::uint64_t> answered_;
 };
 
