@@ -449,9 +449,14 @@ Expected<std::shared_ptr<BeastTransport>> BeastTransport::create(const Connectio
   }
   impl->verify_name = config.tls_server_name.empty() ? impl->server.host : config.tls_server_name;
   if (config.insecure_skip_tls_verify && impl->server.tls) {
-    spdlog::warn("kube transport insecure-skip-tls-verify=true server={} (the server's certificate is "
-                 "not verified)",
-                 config.server);
+    // The user chose this in their kubeconfig, perhaps by copying one: say what it exposes and
+    // what to set instead, in words for whoever reads the log, not only as key=value.
+    spdlog::warn(
+        "msg=\"the API server's TLS certificate is not verified: the kubeconfig sets "
+        "insecure-skip-tls-verify: true for this cluster, so anyone on the network path can "
+        "impersonate the API server and read the credentials sent to it; give the cluster a "
+        "certificate-authority instead\" server={} context={}",
+        config.server, config.context.empty() ? "\"\"" : config.context);
   }
   if (impl->server.tls && !config.certificate_authority_pem.empty()) {
     auto context = impl->ssl_context_for(nullptr);  // rejects a bad CA now, not on first use

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "depl/common/pki.hpp"
 #include "test_https_server.hpp"
@@ -84,6 +88,71 @@ TEST(BeastTransport, InsecureSkipVerifyOnlyWhenAsked) {
   // With neither a CA nor insecure, the system roots do not know our test CA.
   auto strict = transport_for({.server = server.url()});
   EXPECT_FALSE(strict->send(get("/api"), 5s));
+}
+
+// Routes the default logger to a string for the test's lifetime, then puts the previous one back.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    sink->set_pattern("%l %v");
+    auto logger = std::make_shared<spdlog::logger>("capture", sink);
+    logger->set_level(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  std::string text() const { return out_.str(); }
+  // Lines at warning level that mention `needle`.
+  int warnings_mentioning(const std::string& needle) const {
+    std::istringstream lines(out_.str());
+    int count = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("warning ", 0) == 0 && line.find(needle) != std::string::npos) ++count;
+    }
+    return count;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(BeastTransport, WarnsExactlyWhenTlsVerificationIsSkipped) {
+  const std::string flag = "insecure-skip-tls-verify";
+  {
+    LogCapture log;
+    ASSERT_TRUE(BeastTransport::create({.server = "https://api.example:6443",
+                                        .insecure_skip_tls_verify = true,
+                                        .context = "prod"}));
+    EXPECT_EQ(log.warnings_mentioning(flag), 1) << log.text();
+    // Speaks to the user: what is off, why it matters, where it was set and what to do instead.
+    const std::string text = log.text();
+    EXPECT_NE(text.find("TLS certificate is not verified"), std::string::npos) << text;
+    EXPECT_NE(text.find("impersonate the API server"), std::string::npos) << text;
+    EXPECT_NE(text.find("the kubeconfig sets insecure-skip-tls-verify: true"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("certificate-authority"), std::string::npos) << text;
+    EXPECT_NE(text.find("server=https://api.example:6443"), std::string::npos) << text;
+    EXPECT_NE(text.find("context=prod"), std::string::npos) << text;
+  }
+  {
+    LogCapture log;
+    ASSERT_TRUE(BeastTransport::create({.server = "https://api.example:6443", .context = "prod"}));
+    ASSERT_TRUE(BeastTransport::create({.server = "https://api.example:6443",
+                                        .certificate_authority_pem = certs().ca.certificate_pem}));
+    EXPECT_EQ(log.warnings_mentioning(flag), 0) << log.text();
+    EXPECT_EQ(log.text().find("not verified"), std::string::npos) << log.text();
+  }
+  {
+    // Plain http has no certificate to skip, so the flag changes nothing and is not warned about.
+    LogCapture log;
+    ASSERT_TRUE(
+        BeastTransport::create({.server = "http://127.0.0.1:1", .insecure_skip_tls_verify = true}));
+    EXPECT_EQ(log.warnings_mentioning(flag), 0) << log.text();
+  }
 }
 
 TEST(BeastTransport, TlsServerNameIsSentAsSniAndVerified) {

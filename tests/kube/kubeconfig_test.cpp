@@ -216,6 +216,23 @@ TEST(Kubeconfig, ContextAndNamespaceOverrides) {
   EXPECT_EQ(other->credentials, nullptr);  // no user: anonymous
 }
 
+// Verification is on unless the kubeconfig's cluster asks, in so many words, for it to be off.
+TEST(Kubeconfig, InsecureSkipTlsVerifyOnlyWhenTheKubeconfigAsksForIt) {
+  TempDir dir;
+  auto asked = resolve_text(
+      dir, one_cluster_config("    token: t\n", "    insecure-skip-tls-verify: true\n"));
+  ASSERT_TRUE(asked) << asked.error().message;
+  EXPECT_TRUE(asked->insecure_skip_tls_verify);
+  auto refused = resolve_text(
+      dir, one_cluster_config("    token: t\n", "    insecure-skip-tls-verify: false\n"));
+  ASSERT_TRUE(refused) << refused.error().message;
+  EXPECT_FALSE(refused->insecure_skip_tls_verify);
+  auto absent = resolve_text(dir, one_cluster_config("    token: t\n"));
+  ASSERT_TRUE(absent) << absent.error().message;
+  EXPECT_FALSE(absent->insecure_skip_tls_verify);
+  EXPECT_TRUE(absent->certificate_authority_pem.empty());  // verified against the system roots
+}
+
 struct BadCase {
   const char* name;
   std::string text;
