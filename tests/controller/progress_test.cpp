@@ -324,6 +324,18 @@ TEST(ProgressEndpoint, RateLimitBucketsDoNotAccumulate) {
   EXPECT_EQ(endpoint.peer_buckets(), 1u);
 }
 
+// docs/operations.md ("Security") quotes these numbers: change both together.
+TEST(ProgressEndpoint, DefaultLimitsAreTheDocumentedOnes) {
+  const ProgressEndpointOptions o;
+  EXPECT_EQ(o.failed_auth_per_second, 1);
+  EXPECT_EQ(o.failed_auth_burst, 10);
+  EXPECT_EQ(o.reports_per_second, 20);
+  EXPECT_EQ(o.burst, 40);
+  EXPECT_EQ(o.max_tracked, 10000u);
+  EXPECT_EQ(o.sweep_every, std::chrono::seconds(60));
+  EXPECT_EQ(HttpServerOptions{}.max_body_bytes, 64u * 1024);
+}
+
 TEST(ProgressEndpoint, ConstantTimeCompare) {
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
