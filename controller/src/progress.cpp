@@ -161,6 +161,11 @@ std::optional<HttpReply> ProgressEndpoint::authenticate(const HttpRequestView& r
     return error_reply(token.error().transient ? 503 : 404,
                        fmt::format("job {}/{}: {}", ns, name, token.error().message));
   }
+  // An emptied Secret would otherwise admit "Bearer " with nothing after it, from anyone.
+  if (token->empty()) {
+    return error_reply(
+        404, fmt::format("job {}/{}: its progress-token Secret holds an empty token", ns, name));
+  }
   if (!constant_time_equal(auth->second.substr(prefix.size()), *token)) {
     return error_reply(401, "wrong progress token for this job");
   }

@@ -289,6 +289,19 @@ TEST(ProgressEndpoint, OneJobsTokenCannotReportForAnother) {
   EXPECT_EQ(endpoint.job_buckets(), 0u);  // no budget spent for either job
 }
 
+TEST(ProgressEndpoint, AnEmptyTokenAdmitsNobody) {
+  FakeAccess access;
+  access.tokens["j"] = "";  // the Secret was emptied by hand
+  FakeClock clock;
+  ProgressEndpoint endpoint(access, clock, {});
+  HttpRequestView request = post(R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})");
+  request.headers["authorization"] = "Bearer ";
+  HttpReply reply = endpoint.handle(request);
+  EXPECT_EQ(reply.status, 404) << reply.body;
+  EXPECT_NE(reply.body.find("empty token"), std::string::npos) << reply.body;
+  EXPECT_EQ(access.writes, 0);
+}
+
 // Buckets are keyed by names and addresses from the network: jobs come and go, so the buckets of
 // jobs that stopped reporting must not pile up.
 TEST(ProgressEndpoint, RateLimitBucketsDoNotAccumulate) {
