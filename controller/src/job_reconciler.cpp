@@ -120,6 +120,14 @@ JobView JobReconciler::view_of(const json& job) const {
   return view;
 }
 
+kube::WriteOptions JobReconciler::quiet_write() const {
+  kube::WriteOptions w;
+  w.field_manager = options_.field_manager;
+  // What the API server answers comes back through the informers; nothing here reads it.
+  w.return_object = false;
+  return w;
+}
+
 Expected<void, kube::ReconcileError> JobReconciler::ensure_token_secret(const json& job) {
   const std::string token = random_token();
   if (token.empty()) return unexpected(kube::ReconcileError{"could not generate a progress token"});
@@ -134,7 +142,7 @@ Expected<void, kube::ReconcileError> JobReconciler::ensure_token_secret(const js
       {"type", "Opaque"},
       {"stringData", {{kTokenKey, token}}}};
   auto created = client_.create(resources::secrets(), str(job["metadata"], "namespace"), secret,
-                                {options_.field_manager});
+                                quiet_write());
   if (!created && !created.error().is_already_exists()) {
     return unexpected(api_failure("creating the progress-token Secret", created.error()));
   }
@@ -210,7 +218,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     }
   }
   if (d.status) {
-    auto written = client_.replace_status(job_resource(), updated, {options_.field_manager});
+    auto written = client_.replace_status(job_resource(), updated, quiet_write());
     if (!written) {
       if (takes_turn) caches_.line.forget(job);
       // A conflict means our cache is behind; the watch brings the newer job and we decide again.
@@ -234,7 +242,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     if (stop.stop_requested()) break;
     const std::string kind = object.value("kind", "");
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
-    auto created = client_.create(type, key.namespace_, object, {options_.field_manager});
+    auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && !created.error().is_already_exists()) {
       return finish(unexpected(api_failure(
           fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));

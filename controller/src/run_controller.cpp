@@ -72,7 +72,10 @@ class ClientJobAccess final : public JobAccess {
   }
 
   Expected<bool> write_status(const json& job) override {
-    auto written = client_.replace_status(job_resource(), job, {"depl-controller"});
+    kube::WriteOptions write;
+    write.field_manager = "depl-controller";
+    write.return_object = false;  // the next report reads the job again
+    auto written = client_.replace_status(job_resource(), job, write);
     if (written) return true;
     if (written.error().is_conflict()) return false;
     return error(written.error().message);

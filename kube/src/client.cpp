@@ -108,14 +108,14 @@ Expected<HttpResponse, ApiError> Client::send(HttpRequest request) {
   }
 }
 
-Expected<json, ApiError> Client::send_json(HttpRequest request) {
+Expected<json, ApiError> Client::send_json(HttpRequest request, bool decode) {
   auto response = send(std::move(request));
   if (!response) return unexpected(std::move(response).error());
   if (response->status < 200 || response->status >= 300) {
     return unexpected(
         ApiError::from_response(response->status, response->body, response->header("Retry-After")));
   }
-  if (response->body.empty()) return json();
+  if (response->body.empty() || !decode) return json();
   json parsed = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return unexpected(ApiError::transport(
@@ -127,9 +127,9 @@ Expected<json, ApiError> Client::send_json(HttpRequest request) {
 
 namespace {
 template <typename Build>
-Expected<json, ApiError> run(Client& client, Build&& built) {
+Expected<json, ApiError> run(Client& client, Build&& built, bool decode = true) {
   if (!built) return unexpected(std::move(built).error());
-  return client.send_json(std::move(*built));
+  return client.send_json(std::move(*built), decode);
 }
 }  // namespace
 
@@ -179,17 +179,17 @@ Expected<json, ApiError> Client::list_all(const ResourceType& type, std::string_
 
 Expected<json, ApiError> Client::create(const ResourceType& type, std::string_view ns,
                                         const json& object, const WriteOptions& options) {
-  return run(*this, requests::create(type, ns, object, options));
+  return run(*this, requests::create(type, ns, object, options), options.return_object);
 }
 
 Expected<json, ApiError> Client::replace(const ResourceType& type, const json& object,
                                          const WriteOptions& options) {
-  return run(*this, requests::replace(type, object, options));
+  return run(*this, requests::replace(type, object, options), options.return_object);
 }
 
 Expected<json, ApiError> Client::replace_status(const ResourceType& type, const json& object,
                                                 const WriteOptions& options) {
-  return run(*this, requests::replace_status(type, object, options));
+  return run(*this, requests::replace_status(type, object, options), options.return_object);
 }
 
 Expected<json, ApiError> Client::remove(const ResourceType& type, std::string_view ns,

@@ -64,6 +64,36 @@ TEST(Client, ErrorStatusBecomesApiError) {
   EXPECT_EQ(pod.error().message, "pods \"p\" not found");
 }
 
+// A write whose caller only needs to know it was applied: the answer is not decoded (not even
+// looked at as JSON), while a refusal is still the server's Status.
+TEST(Client, WritesWithoutReturnObjectSkipDecodingTheAnswer) {
+  Fixture f;
+  Client client = f.client();
+  WriteOptions quiet;
+  quiet.return_object = false;
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}}};
+  f.transport->push_response(201, "{not json");
+  auto decoded = client.create(resources::pods(), "ns", pod);
+  ASSERT_FALSE(decoded);
+  EXPECT_EQ(decoded.error().reason, ApiError::kDecodeError);
+  for (int i = 0; i < 3; ++i) f.transport->push_response(i == 0 ? 201 : 200, "{not json");
+  auto created = client.create(resources::pods(), "ns", pod, quiet);
+  ASSERT_TRUE(created) << created.error().to_string();
+  EXPECT_TRUE(created->is_null());
+  json versioned = pod;
+  versioned["metadata"]["resourceVersion"] = "7";
+  auto replaced = client.replace(resources::pods(), versioned, quiet);
+  EXPECT_TRUE(replaced && replaced->is_null());
+  auto status_written = client.replace_status(resources::pods(), versioned, quiet);
+  EXPECT_TRUE(status_written && status_written->is_null());
+  EXPECT_EQ(f.transport->requests().size(), 4u);
+  f.transport->push_status(409, "Conflict", "the object has been modified");
+  auto refused = client.replace_status(resources::pods(), versioned, quiet);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().is_conflict());
+  EXPECT_EQ(refused.error().message, "the object has been modified");
+}
+
 TEST(Client, InvalidRequestIsNotSent) {
   Fixture f;
   auto pod = f.client().get(resources::pods(), "", "p");

@@ -152,7 +152,9 @@ Expected<EventOutcome, ApiError> EventRecorder::record(const nlohmann::json& obj
       {"reportingComponent", options_.component},
       {"reportingInstance", options_.reporting_instance}};
   if (!options_.host.empty()) event["source"]["host"] = options_.host;
-  auto created = client_.create(resources::events(), event_namespace, event);
+  WriteOptions write;
+  write.return_object = false;  // only its name is needed, and that is ours
+  auto created = client_.create(resources::events(), event_namespace, event, write);
   if (!created) return unexpected(std::move(created).error());
   Aggregate aggregate;
   aggregate.event_namespace = event_namespace;

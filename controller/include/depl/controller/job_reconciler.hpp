@@ -60,6 +60,8 @@ class JobReconciler {
 
  private:
   Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
+  // The options of the reconciler's writes, which never read the object the server returns.
+  kube::WriteOptions quiet_write() const;
 
   kube::Client& client_;
   JobCaches caches_;

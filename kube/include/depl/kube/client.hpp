@@ -95,8 +95,9 @@ class Client {
   // Any request through credentials, rate limiting and retries; non-2xx responses are
   // returned as responses, not errors (e.g. /version, /healthz, discovery).
   Expected<HttpResponse, ApiError> send(HttpRequest request);
-  // Sends and converts: 2xx body parsed as JSON, otherwise ApiError from the Status body.
-  Expected<nlohmann::json, ApiError> send_json(HttpRequest request);
+  // Sends and converts: 2xx body parsed as JSON (null when `decode` is false, unparsed),
+  // otherwise ApiError from the Status body.
+  Expected<nlohmann::json, ApiError> send_json(HttpRequest request, bool decode = true);
 
  private:
   struct Shared;
