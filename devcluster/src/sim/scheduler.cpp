@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string_view>
 
 #include "sim/object_cache.hpp"
@@ -81,10 +82,11 @@ struct Scheduler::Loop {
   std::vector<std::shared_ptr<const json>> node_objects;
   std::vector<NodeFacts> node_list;
 
-  // What scheduling reads of a pod, worked out once per version of it: every round looks at every
-  // pod (GPUs in use are GPUs in use), and parsing each one's requests again at each of the
-  // thousands of rounds of a burst cost more than the decisions. The views point into `object`,
-  // which the entry keeps.
+  // What scheduling reads of a pod, worked out once per version of it, from the cache's events:
+  // each round used to look at every pod (GPUs in use are GPUs in use), and with a burst's
+  // thousands of rounds over thousands of pods that was most of the scheduler's work. `used`
+  // (what bound pods hold on each node) and `waiting` (the pods to schedule) follow the facts.
+  // The views point into `object`, which the entry keeps.
   struct PodFacts {
     std::shared_ptr<const json> object;
     std::string_view node;  // spec.nodeName, or the node it was just bound to
@@ -97,6 +99,8 @@ struct Scheduler::Loop {
     std::string assumed_node;
   };
   std::map<ObjectCache::Key, PodFacts, std::less<>> facts;  // by the pod cache's key
+  NodeUsage used;
+  std::set<ObjectCache::Key, std::less<>> waiting;
 
   static PodFacts facts_of(const std::shared_ptr<const json>& object) {
     PodFacts f;
@@ -113,16 +117,32 @@ struct Scheduler::Loop {
     return f;
   }
 
-  // Brings `facts` up to the pod cache: both are ordered by key, so one pass pairs them.
-  void refresh_facts() {
-    auto f = facts.begin();
-    for (const auto& [key, object] : pods.objects()) {
-      while (f != facts.end() && f->first < key) f = facts.erase(f);
-      if (f == facts.end() || f->first != key) f = facts.emplace_hint(f, key, PodFacts{});
-      if (f->second.object != object) f->second = facts_of(object);
-      ++f;
+  // Adds (sign +1) or takes back (-1) what a bound pod holds on its node.
+  void count(const PodFacts& f, int sign) {
+    if (!f.counted) return;
+    auto at = used.find(f.node);
+    if (at == used.end()) at = used.emplace(std::string(f.node), PodResources{}).first;
+    PodResources& u = at->second;
+    u.cpu += sign * f.requests.cpu;
+    u.memory += sign * f.requests.memory;
+    u.gpu += sign * f.requests.gpu;
+    u.pods += sign;
+    if (u.pods <= 0) used.erase(at);
+  }
+
+  // The pod cache changed `key` (the object it holds now, or none): its facts follow.
+  void pod_changed(const ObjectCache::Key& key) {
+    if (auto old = facts.find(key); old != facts.end()) {
+      count(old->second, -1);
+      facts.erase(old);
+      waiting.erase(key);
     }
-    facts.erase(f, facts.end());
+    auto now = pods.objects().find(key);
+    if (now == pods.objects().end()) return;
+    PodFacts f = facts_of(now->second);
+    count(f, +1);
+    if (f.waiting) waiting.insert(key);
+    facts.emplace(key, std::move(f));
   }
 
   void schedule_pending(bool nodes_changed) {
@@ -134,35 +154,24 @@ struct Scheduler::Loop {
         node_list.push_back(node_facts(*node));
       }
     }
-    refresh_facts();
-    NodeUsage used;
     struct Waiting {
       std::string_view created;
       const std::string* key;
       PodFacts* facts;
     };
-    std::vector<Waiting> waiting;
-    for (auto& [key, f] : facts) {
-      if (f.counted) {
-        auto at = used.find(f.node);
-        if (at == used.end()) at = used.emplace(std::string(f.node), PodResources{}).first;
-        auto& u = at->second;
-        u.cpu += f.requests.cpu;
-        u.memory += f.requests.memory;
-        u.gpu += f.requests.gpu;
-        u.pods += 1;
-      } else if (f.waiting) {
-        waiting.push_back({f.created, &key, &f});
-      }
+    std::vector<Waiting> queue;
+    for (const auto& key : waiting) {
+      auto f = facts.find(key);
+      if (f != facts.end()) queue.push_back({f->second.created, &f->first, &f->second});
     }
     // Oldest first, as the real scheduler's queue roughly does (then by namespace/name: the
     // cache's key).
-    std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) {
+    std::sort(queue.begin(), queue.end(), [](const Waiting& a, const Waiting& b) {
       if (a.created != b.created) return a.created < b.created;
       return *a.key < *b.key;
     });
     std::vector<json> updated;
-    for (const Waiting& w : waiting) {
+    for (const Waiting& w : queue) {
       const json& pod = *w.facts->object;
       const std::string ns = pod["metadata"].value("namespace", "");
       const std::string name = pod["metadata"].value("name", "");
@@ -196,11 +205,8 @@ struct Scheduler::Loop {
         f.waiting = false;
         f.counted = true;
         f.requests = pod_requests(pod);
-        auto& u = used[f.assumed_node];
-        u.cpu += f.requests.cpu;
-        u.memory += f.requests.memory;
-        u.gpu += f.requests.gpu;
-        u.pods += 1;
+        count(f, +1);
+        waiting.erase(*w.key);
       } else {
         const json* current = find_condition(pod, "PodScheduled");
         if (current && current->value("status", "") == "False" &&
@@ -222,12 +228,17 @@ struct Scheduler::Loop {
                       decision.message);
       }
     }
-    for (const auto& pod : updated) pods.put(pod);
+    for (auto& pod : updated) {
+      const ObjectCache::Key key = ObjectCache::key_of(pod);
+      pods.put(std::move(pod));
+      pod_changed(key);
+    }
   }
 
   void run(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      const bool pods_changed = pods.sync();
+      const bool pods_changed = pods.sync(
+          [this](const std::string&, const json& pod) { pod_changed(ObjectCache::key_of(pod)); });
       const bool nodes_changed = nodes.sync();
       if (pods_changed || nodes_changed) schedule_pending(nodes_changed);
       signal.wait(std::chrono::milliseconds(500));
