@@ -73,7 +73,8 @@ void describe_controller_metrics(MetricsRegistry& r) {
   r.describe("depl_workqueue_adds_total", T::Counter, "Keys added to the work queue.");
   r.describe("depl_workqueue_retries_total", T::Counter, "Rate-limited re-adds to the work queue.");
   r.describe("depl_api_requests_total", T::Counter,
-             "Requests to the Kubernetes API by verb and code.");
+             "Requests to the Kubernetes API by verb (HTTP method, or WATCH) and code (0: no "
+             "answer), retries included.");
   r.describe("depl_api_request_duration_seconds", T::Histogram,
              "Kubernetes API request latency by verb.");
   r.describe("depl_events_dropped_total", T::Counter,

@@ -22,8 +22,8 @@
 #include "depl/kube/client.hpp"
 #include "depl/kube/in_cluster.hpp"
 #include "depl/kube/kubeconfig.hpp"
-#include "depl/kube/runtime/controller.hpp"
 #include "depl/kube/runtime/async_event_recorder.hpp"
+#include "depl/kube/runtime/controller.hpp"
 #include "depl/kube/runtime/event_recorder.hpp"
 #include "depl/kube/runtime/informer.hpp"
 #include "depl/kube/runtime/leader_election.hpp"
@@ -174,6 +174,14 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     return e != nullptr && e->holds_lease();
   };
   if (config.leader_elect) client_options.write_fence = holds_lease;
+  MetricsRegistry metrics;
+  describe_controller_metrics(metrics);
+  client_options.on_request = [&metrics](const kube::RequestOutcome& r) {
+    const std::string verb(r.watch ? "WATCH" : r.method);
+    metrics.add("depl_api_requests_total", {{"verb", verb}, {"code", std::to_string(r.code)}});
+    metrics.observe("depl_api_request_duration_seconds", {{"verb", verb}},
+                    std::chrono::duration<double>(r.duration).count());
+  };
   kube::Client client(*transport, connection->credentials, client_options);
 
   const std::string home_ns = own_namespace();
@@ -215,8 +223,6 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   std::vector<kube::Informer*> all = {jobs.get(),     pods.get(),    nodes.get(),
                                       services.get(), secrets.get(), config_maps.get()};
 
-  MetricsRegistry metrics;
-  describe_controller_metrics(metrics);
   metrics.set("depl_leader", {}, config.leader_elect ? 0 : 1);
 
   kube::EventRecorderOptions event_options;
@@ -300,7 +306,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
        secrets->store(), config_maps->store()},
       clock,
       [&](const json& object, const EventSpec& e) {
-        events.post(object, e.type == "Warning" ? kube::EventType::Warning : kube::EventType::Normal,
+        events.post(object,
+                    e.type == "Warning" ? kube::EventType::Warning : kube::EventType::Normal,
                     e.reason, e.message);
       },
       metrics, options);

@@ -82,7 +82,12 @@ Expected<HttpResponse, ApiError> Client::send(HttpRequest request) {
           ApiError::kFenced, request.method + " " + request.path +
                                  " not sent: this client may not write now (not the leader)"));
     }
+    const auto sent_at = std::chrono::steady_clock::now();
     auto result = s.transport->send(attempt_request, s.options.request_timeout);
+    if (s.options.on_request) {
+      s.options.on_request({request.method, result ? result->status : 0,
+                            std::chrono::steady_clock::now() - sent_at, false});
+    }
     ApiError failure;
     if (result) {
       s.note_status(result->status);
@@ -213,8 +218,13 @@ Expected<WatchStream, ApiError> Client::watch(const ResourceType& type, std::str
   const auto idle = options.timeout_seconds ? std::chrono::seconds(*options.timeout_seconds) +
                                                   s.options.watch_idle_margin
                                             : s.options.watch_default_idle_timeout;
+  const auto sent_at = std::chrono::steady_clock::now();
   auto stream = s.transport->open_stream(
       request, std::chrono::duration_cast<std::chrono::milliseconds>(idle));
+  if (s.options.on_request) {
+    s.options.on_request({request.method, stream ? (*stream)->status() : 0,
+                          std::chrono::steady_clock::now() - sent_at, true});
+  }
   if (!stream) return unexpected(std::move(stream).error());
   const int status = (*stream)->status();
   s.note_status(status);

@@ -132,6 +132,7 @@ void ControllerE2e::start_controller(std::uint16_t progress_port) {
     auto ran =
         controller::run_controller(cc, stop, [this](const controller::ControllerEndpoints& e) {
           progress_url_ = e.progress_url;
+          metrics_url_ = e.metrics_url;
           controller_ready_ = true;
         });
     if (!ran) controller_error_ = ran.error().message;

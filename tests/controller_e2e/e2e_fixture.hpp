@@ -55,6 +55,7 @@ class ControllerE2e : public ::testing::Test {
   void start_controller(std::uint16_t progress_port = 0);
   void stop_controller();
   std::string progress_url() const { return progress_url_; }
+  std::string metrics_url() const { return metrics_url_; }
 
   // testdata/<file> as JSON, named `name`, every model's pods paced at `epoch_seconds`.
   json job_from(const std::string& file, const std::string& name, double epoch_seconds) const;
@@ -95,6 +96,7 @@ class ControllerE2e : public ::testing::Test {
   std::atomic<bool> controller_failed_{false};
   std::string controller_error_;
   std::string progress_url_;
+  std::string metrics_url_;
 };
 
 }  // namespace depl::e2e

@@ -9,7 +9,10 @@
 
 namespace depl::e2e {
 
-HttpAnswer http_post(const std::string& url, const std::string& token, const std::string& body) {
+namespace {
+
+HttpAnswer http_request(const std::string& method, const std::string& url, const std::string& token,
+                        const std::string& body) {
   const std::string prefix = "http://";
   if (url.rfind(prefix, 0) != 0) return {};
   const std::string rest = url.substr(prefix.size());
@@ -35,9 +38,9 @@ HttpAnswer http_post(const std::string& url, const std::string& token, const std
     return {};
   }
   std::string request = fmt::format(
-      "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: "
+      "{} {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: "
       "{}\r\nConnection: close\r\n",
-      path, host_port, body.size());
+      method, path, host_port, body.size());
   if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
   request += "\r\n" + body;
   // The server may answer (413) and close before reading the whole body: a failed send is fine.
@@ -63,6 +66,16 @@ HttpAnswer http_post(const std::string& url, const std::string& token, const std
   const auto end_of_head = response.find("\r\n\r\n");
   if (end_of_head != std::string::npos) answer.body = response.substr(end_of_head + 4);
   return answer;
+}
+
+}  // namespace
+
+HttpAnswer http_post(const std::string& url, const std::string& token, const std::string& body) {
+  return http_request("POST", url, token, body);
+}
+
+HttpAnswer http_get(const std::string& url) {
+  return http_request("GET", url, "", "");
 }
 
 }  // namespace depl::e2e

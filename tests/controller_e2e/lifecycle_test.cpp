@@ -5,9 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "depl/kube/resource.hpp"
+#include <sstream>
+
 #include "depl/controller/job_resource.hpp"
+#include "depl/kube/resource.hpp"
 #include "e2e_fixture.hpp"
+#include "http_post.hpp"
 
 namespace depl::e2e {
 namespace {
@@ -24,6 +27,21 @@ std::string model_image(const json& job, const std::string& model) {
     if (m.value("name", "") == model) return m.value("image", "");
   }
   return "";
+}
+
+// The value of the first sample of `metric` whose labels include every one of `labels`
+// (`name="value"` each) in the Prometheus text `metrics`, or -1.
+double sample(const std::string& metrics, const std::string& metric,
+              const std::vector<std::string>& labels) {
+  std::istringstream lines(metrics);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(metric + "{", 0) != 0) continue;
+    bool all = true;
+    for (const auto& l : labels) all = all && line.find(l) != std::string::npos;
+    if (all) return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
 }
 
 TEST_F(ControllerE2e, AppliedJobIsPlannedRunsItsPodsSwitchesVariantAndSucceeds) {
@@ -115,6 +133,21 @@ TEST_F(ControllerE2e, AppliedJobIsPlannedRunsItsPodsSwitchesVariantAndSucceeds) 
   for (const char* reason : {"Planned", "PhaseStarted", "PhaseCompleted", "TargetReached"})
     EXPECT_TRUE(wait_until([&] { return has_event("lifecycle", reason); })) << reason;
   EXPECT_THAT(pods_->violations(), IsEmpty());
+
+  // The controller's requests to the API server are in its metrics: pods created (201), status
+  // written (PUT 200), watches opened, each with its latency.
+  const auto metrics = e2e::http_get(metrics_url() + "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  // (Labels as plain strings: GCC 12 splits raw strings inside gtest's macros wrongly.)
+  const std::string post = "verb=\"POST\"", put = "verb=\"PUT\"", watch = "verb=\"WATCH\"";
+  const double posted = sample(metrics.body, "depl_api_requests_total", {post, "code=\"201\""});
+  const double written = sample(metrics.body, "depl_api_requests_total", {put, "code=\"200\""});
+  const double watches = sample(metrics.body, "depl_api_requests_total", {watch, "code=\"200\""});
+  const double timed = sample(metrics.body, "depl_api_request_duration_seconds_count", {post});
+  EXPECT_GE(posted, 2) << metrics.body;
+  EXPECT_GE(written, 1);
+  EXPECT_GE(watches, 6) << "one watch per informer at least";
+  EXPECT_GE(timed, posted);
 }
 
 TEST_F(ControllerE2e, SuspendRemovesThePodsAndResumeCompletesWithProgressKept) {

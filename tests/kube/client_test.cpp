@@ -7,6 +7,8 @@
 #include <atomic>
 #include <future>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "depl/kube/testing/scripted_transport.hpp"
 
@@ -279,6 +281,32 @@ TEST(Client, WriteFenceIsAskedBeforeEveryRetry) {
   ASSERT_FALSE(replaced);
   EXPECT_TRUE(replaced.error().is_fenced()) << replaced.error().to_string();
   EXPECT_EQ(f.transport->request_count(), 1u);
+}
+
+// Every attempt on the wire is reported (a retried GET twice, a broken connection with code 0),
+// and so is the opening of a watch.
+TEST(Client, ReportsEveryAttemptForMetrics) {
+  Fixture f;
+  std::vector<std::tuple<std::string, int, bool>> seen;
+  ClientOptions options = f.options();
+  options.on_request = [&](const RequestOutcome& r) {
+    seen.emplace_back(std::string(r.method), r.code, r.watch);
+    EXPECT_GE(r.duration.count(), 0);
+  };
+  Client client(f.transport, f.credentials, options);
+  f.transport->push_status(503, "ServiceUnavailable", "try again");
+  f.transport->push_json(200, json::object());
+  auto got = run_with_clock(f, 1, [&] { return client.get(resources::pods(), "ns", "p"); });
+  ASSERT_TRUE(std::get<0>(got));
+  // Sent, then the connection broke: a POST is not retried (it may have been applied).
+  f.transport->push_error(ApiError::transport(ApiError::kTransportError, "connection reset"));
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}}};
+  EXPECT_FALSE(client.create(resources::pods(), "ns", pod));
+  f.transport->push_stream(StreamScript{});
+  EXPECT_TRUE(client.watch(resources::pods(), "ns"));
+  using Seen = std::tuple<std::string, int, bool>;
+  EXPECT_EQ(seen, (std::vector<Seen>{Seen{"GET", 503, false}, Seen{"GET", 200, false},
+                                     Seen{"POST", 0, false}, Seen{"GET", 200, true}}));
 }
 
 TEST(TokenBucket, BurstThenSteadyRate) {

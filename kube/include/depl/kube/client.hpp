@@ -25,6 +25,14 @@
 
 namespace depl::kube {
 
+// One request attempt that went on the wire, for metrics (ClientOptions::on_request).
+struct RequestOutcome {
+  std::string_view method;  // HTTP method: GET, POST, PUT, PATCH, DELETE
+  int code = 0;             // HTTP status; 0 when no response came (connection, timeout)
+  std::chrono::nanoseconds duration{};
+  bool watch = false;  // the opening of a watch (its duration is until the response head)
+};
+
 struct ClientOptions {
   RateLimit rate_limit{};  // QPS 20, burst 40
   RetryPolicy retry{};
@@ -45,6 +53,9 @@ struct ClientOptions {
   // replica's writes with it (LeaderElector::holds_lease), so a replica that cannot be sure of
   // its lease stops writing even while a request of its own is stuck in a retry loop.
   std::function<bool()> write_fence{};
+  // Called on the requesting thread after every attempt that was sent (each retry counts), and
+  // when a watch opens: a controller's request metrics.
+  std::function<void(const RequestOutcome&)> on_request{};
 };
 
 // Thread-safe; copies share the same transport, limiter and credentials.
