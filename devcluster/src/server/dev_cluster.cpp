@@ -14,6 +14,7 @@
 #include "server/timer_thread.hpp"
 #include "sim/kubelet.hpp"
 #include "sim/node_pools.hpp"
+#include "sim/pod_gc.hpp"
 #include "sim/scheduler.hpp"
 #include "sim/time_format.hpp"
 
@@ -69,6 +70,7 @@ struct DevCluster::Impl {
   std::unique_ptr<ApiHandler> handler;
   std::unique_ptr<Kubelet> kubelet;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<PodGarbageCollector> pod_gc;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<TimerThread> timers;
   std::mutex mutex;
@@ -153,6 +155,7 @@ struct DevCluster::Impl {
     if (server) server->stop();
     if (handler) handler->set_log_source(nullptr);
     kubelet.reset();
+    pod_gc.reset();
     scheduler.reset();
     if (store) store->close_all_watches();
     server.reset();
@@ -221,6 +224,8 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
     kubelet_options.work_dir = (fs::path(impl->work_dir) / "pods").string();
     impl->kubelet = std::make_unique<Kubelet>(*impl->store, kubelet_options);
     impl->handler->set_log_source(impl->kubelet.get());
+    impl->pod_gc =
+        std::make_unique<PodGarbageCollector>(*impl->store, PodGcOptions{o.orphan_pod_quarantine});
   }
   if (o.run_scheduler) impl->scheduler = std::make_unique<Scheduler>(*impl->store);
   ApiHandler* handler = impl->handler.get();

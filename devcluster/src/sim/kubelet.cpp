@@ -176,12 +176,17 @@ struct Kubelet::Impl {
       ready_nodes.erase(name);
     }
     if (type == "DELETED") {
-      // Pods of a deleted node are gone with it (the pod garbage collector's job).
-      for (auto& [uid, run] : runs) {
-        if (run.node == name) stop_all(run, SIGKILL);
-      }
-      for (const auto& [key, pod] : pods.objects()) {
-        if (pod_node_name(*pod) == name) force_remove(*pod);
+      // The machine is gone, and its kubelet with it: the processes die and nothing more is
+      // reported about its pods. The pod garbage collector (sim/pod_gc) fails and removes them.
+      for (auto it = runs.begin(); it != runs.end();) {
+        if (it->second.node != name) {
+          ++it;
+          continue;
+        }
+        stop_all(it->second, SIGKILL);
+        spdlog::info("event=pod_lost pod={}/{} node={} reason=NodeDeleted", it->second.ns,
+                     it->second.name, name);
+        it = runs.erase(it);  // reaps its processes; their exit reports find no run
       }
       return;
     }

@@ -2,8 +2,9 @@
 // containers (as local processes when the image is mapped, otherwise simulated), keeps the pod's
 // status (phase, conditions, container states, restartCount, podIP on 127.0.0.x) up to date,
 // honours restartPolicy, terminates gracefully on delete (SIGTERM, SIGKILL after the grace
-// period, then removes the object), fails the pods of NotReady nodes and removes the pods of
-// deleted nodes. It also serves container logs to the API layer.
+// period, then removes the object), fails the pods of NotReady nodes and kills the processes of
+// deleted nodes' pods (the pod garbage collector removes those). It also serves container logs
+// to the API layer.
 #pragma once
 
 #include <chrono>

@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "depl/devcluster/dev_cluster.hpp"
@@ -430,6 +434,83 @@ TEST_F(DevClusterTest, NotReadyNodeFailsItsPodsAndDeletedNodeRemovesThem) {
   ASSERT_TRUE(eventually([&] {
     return store().get(ResourceRef{"", "v1", "pods", "default", "orphan", ""}).code == 404;
   }));
+}
+
+// A deleted node's machine is gone: its processes die at once, and the pod garbage collector
+// does what kube-controller-manager's podgc does with the pods bound to it, even to one bound
+// after the node went: marks them Failed (DisruptionTarget, DeletionByPodGC), then deletes them.
+TEST_F(DevClusterTest, PodGcFailsThenDeletesThePodsOfADeletedNode) {
+  auto watch =
+      store().watch(ResourceRef{"", "v1", "pods", "default", "", ""}, observer_watch_options());
+  ASSERT_TRUE(watch);
+  create_pod({{"nodeSelector", {{"kubernetes.io/hostname", "t4-0"}}},
+              {"containers", {shell_container("while true; do sleep 0.05; done")}}},
+             "stranded");
+  ASSERT_TRUE(eventually([&] { return phase("stranded") == "Running"; }));
+  const int pid = cluster_->container_pid("default", "stranded", "main");
+  ASSERT_GT(pid, 0);
+  // One in its grace period when the node goes: it ignores SIGTERM.
+  create_pod({{"nodeSelector", {{"kubernetes.io/hostname", "t4-0"}}},
+              {"containers", {shell_container("trap '' TERM; while true; do sleep 0.05; done")}}},
+             "terminating");
+  ASSERT_TRUE(eventually([&] { return phase("terminating") == "Running"; }));
+  ASSERT_TRUE(store().remove(ResourceRef{"", "v1", "pods", "default", "terminating", ""}).ok());
+  ASSERT_TRUE(pod("terminating")["metadata"].contains("deletionTimestamp"));
+  ASSERT_TRUE(cluster_->delete_node("t4-0"));
+  // Bound (by hand, past the scheduler) to the node that is gone.
+  create_pod({{"nodeName", "t4-0"}, {"containers", {shell_container("sleep 60")}}}, "late");
+
+  std::map<std::string, json> last_seen;  // before deletion
+  std::set<std::string> deleted;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (deleted.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    auto event = (*watch)->next(std::chrono::milliseconds(100));
+    if (!event || !event->object) continue;
+    const std::string name = (*event->object)["metadata"].value("name", "");
+    if (event->type == "DELETED") {
+      deleted.insert(name);
+    } else {
+      last_seen[name] = *event->object;
+    }
+  }
+  // Well before the 30 s grace period of "terminating" is over.
+  ASSERT_EQ(deleted, (std::set<std::string>{"late", "stranded", "terminating"}));
+  ASSERT_EQ(last_seen.size(), 3u);
+  for (const auto& [name, pod] : last_seen) {
+    const json& status = pod["status"];
+    EXPECT_EQ(status.value("phase", ""), "Failed") << name;
+    bool disrupted = false;
+    for (const auto& c : status.value("conditions", json::array())) {
+      disrupted |= c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True" &&
+                   c.value("reason", "") == "DeletionByPodGC";
+    }
+    EXPECT_TRUE(disrupted) << name << ": " << status.dump();
+  }
+  // Killed and reaped by the kubelet when the node went.
+  EXPECT_TRUE(eventually([&] { return ::kill(pid, 0) != 0; }));
+  EXPECT_EQ(cluster_->container_pid("default", "stranded", "main"), 0);
+}
+
+// A node the collector never saw is given the quarantine (kube-controller-manager's 40 s; a node
+// may register late) before its pods count as orphaned.
+TEST(DevClusterPodGc, PodOfANeverSeenNodeGoesAfterTheQuarantine) {
+  DevClusterOptions options;
+  options.pools_yaml = kPools;
+  options.orphan_pod_quarantine = std::chrono::milliseconds(500);
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  DevCluster& cluster = **started;
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "nowhere"}, {"namespace", "default"}}},
+              {"spec",
+               {{"nodeName", "no-such-node"},
+                {"containers", {{{"name", "c"}, {"image", "registry.example.com/w:1"}}}}}}};
+  const auto created = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster.store().create(ResourceRef{"", "v1", "pods", "default", "", ""}, pod).ok());
+  const ResourceRef ref{"", "v1", "pods", "default", "nowhere", ""};
+  ASSERT_TRUE(eventually([&] { return cluster.store().get(ref).code == 404; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - created, std::chrono::milliseconds(500));
 }
 
 // The scheduler's success path is one pods/binding write per pod. The kubelet is off so that

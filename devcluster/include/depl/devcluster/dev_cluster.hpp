@@ -39,9 +39,13 @@ struct DevClusterOptions {
   std::string kubeconfig_path;
   std::size_t watch_history_window = 10000;
   std::chrono::milliseconds bookmark_interval = std::chrono::seconds(60);
-  // Turn the simulated cluster's loops off to test the API server alone.
+  // Turn the simulated cluster's loops off to test the API server alone. The kubelet comes with
+  // the pod garbage collector that removes the pods of deleted nodes.
   bool run_scheduler = true;
   bool run_kubelet = true;
+  // How long a node a pod is bound to must stay unknown before the pod garbage collector takes
+  // the pod for orphaned (as kube-controller-manager's 40 s); a node seen deleted counts at once.
+  std::chrono::milliseconds orphan_pod_quarantine = std::chrono::seconds(40);
   int server_threads = 2;
 };
 
@@ -91,7 +95,9 @@ class DevCluster {
   void make_unavailable(std::chrono::milliseconds duration, Outage how = Outage::Refuse);
   // Node Ready condition (False also taints it unreachable); the kubelet fails its pods.
   Expected<void> set_node_ready(const std::string& node, bool ready);
-  // Deletes a node; its pods are removed.
+  // Deletes a node, as when its machine is gone: the processes of its pods are killed at once
+  // and nothing more is reported about them; the pod garbage collector then marks its pods
+  // Failed (condition DisruptionTarget, reason DeletionByPodGC) and deletes them (grace 0).
   Expected<void> delete_node(const std::string& node);
   // Pid of a running container process, 0 if none (signal-handling tests).
   int container_pid(const std::string& ns, const std::string& pod, const std::string& container);
