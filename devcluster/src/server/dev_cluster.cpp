@@ -366,4 +366,10 @@ int DevCluster::container_pid(const std::string& ns, const std::string& pod,
   return impl_->kubelet ? impl_->kubelet->container_pid(ns, pod, container) : 0;
 }
 
+Expected<void> DevCluster::kill_container(const std::string& ns, const std::string& pod,
+                                          const std::string& container) {
+  if (!impl_->kubelet) return error("the dev cluster runs no kubelet");
+  return impl_->kubelet->kill_container(ns, pod, container);
+}
+
 }  // namespace depl::devcluster

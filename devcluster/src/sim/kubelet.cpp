@@ -807,6 +807,24 @@ int Kubelet::container_pid(const std::string& ns, const std::string& pod,
   return 0;
 }
 
+Expected<void> Kubelet::kill_container(const std::string& ns, const std::string& pod,
+                                       const std::string& container) {
+  std::lock_guard lock(impl_->mutex);
+  for (const auto& [uid, run] : impl_->runs) {
+    if (run.ns != ns || run.name != pod || run.containers.empty()) continue;
+    for (const auto& c : run.containers) {
+      if (!container.empty() ? c.name != container : &c != &run.containers.front()) continue;
+      if (!c.process || c.process->exited()) break;
+      spdlog::info("event=container_killed pod={}/{} container={} pid={} signal=SIGKILL", ns, pod,
+                   c.name, c.process->pid());
+      c.process->signal_group(SIGKILL);
+      return {};
+    }
+  }
+  return error("no running container process " + (container.empty() ? "" : container + " ") +
+               "in pod " + ns + "/" + pod);
+}
+
 namespace {
 
 ApiResult log_error(const std::string& message) {

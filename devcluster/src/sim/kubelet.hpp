@@ -4,7 +4,7 @@
 // honours restartPolicy, terminates gracefully on delete (SIGTERM, SIGKILL after the grace
 // period, then removes the object), fails the pods of NotReady nodes and kills the processes of
 // deleted nodes' pods (the pod garbage collector removes those). It also serves container logs
-// to the API layer.
+// to the API layer and kills containers on a test's request (fault injection).
 #pragma once
 
 #include <chrono>
@@ -46,6 +46,10 @@ class Kubelet : public PodLogSource {
 
   // Pid of a running container's process (tests: signal handling), or 0.
   int container_pid(const std::string& ns, const std::string& pod, const std::string& container);
+  // SIGKILLs the process group of a running container (`container` "" = the pod's first); the
+  // exit is reported like any other (exit code 137). An error when no such process runs.
+  Expected<void> kill_container(const std::string& ns, const std::string& pod,
+                                const std::string& container);
 
  private:
   struct Impl;

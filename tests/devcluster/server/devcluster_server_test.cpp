@@ -513,6 +513,35 @@ TEST(DevClusterPodGc, PodOfANeverSeenNodeGoesAfterTheQuarantine) {
   EXPECT_GE(std::chrono::steady_clock::now() - created, std::chrono::milliseconds(500));
 }
 
+TEST_F(DevClusterTest, KillContainerSigkillsItsProcessesAndTheExitIsReported) {
+  create_pod({{"restartPolicy", "Never"},
+              {"containers", {shell_container("while true; do sleep 0.05; done")}}},
+             "crashing");
+  ASSERT_TRUE(eventually([&] { return phase("crashing") == "Running"; }));
+  ASSERT_TRUE(cluster_->kill_container("default", "crashing"));
+  ASSERT_TRUE(eventually([&] { return phase("crashing") == "Failed"; }));
+  const json state = pod("crashing")["status"]["containerStatuses"][0]["state"];
+  EXPECT_EQ(state["terminated"]["exitCode"], 137);  // 128 + SIGKILL
+  EXPECT_EQ(state["terminated"]["reason"], "Error");
+  EXPECT_FALSE(cluster_->kill_container("default", "crashing"));  // nothing left to kill
+  EXPECT_FALSE(cluster_->kill_container("default", "no-such-pod"));
+
+  // With restartPolicy OnFailure it is started again, as after any crash.
+  create_pod({{"restartPolicy", "OnFailure"},
+              {"containers", {shell_container("while true; do sleep 0.05; done")}}},
+             "restarting");
+  ASSERT_TRUE(eventually([&] { return phase("restarting") == "Running"; }));
+  ASSERT_TRUE(cluster_->kill_container("default", "restarting", "main"));
+  ASSERT_TRUE(eventually([&] {
+    const json p = pod("restarting");
+    return p["status"]["containerStatuses"][0].value("restartCount", 0) == 1 &&
+           cluster_->container_pid("default", "restarting", "main") > 0;
+  }));
+  EXPECT_EQ(
+      pod("restarting")["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"],
+      137);
+}
+
 // The scheduler's success path is one pods/binding write per pod. The kubelet is off so that
 // the PodScheduled=True condition seen here can only come from that write.
 TEST(DevClusterScheduler, BindsEachPodWithOneBindingWrite) {

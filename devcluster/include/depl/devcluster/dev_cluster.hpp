@@ -101,6 +101,11 @@ class DevCluster {
   Expected<void> delete_node(const std::string& node);
   // Pid of a running container process, 0 if none (signal-handling tests).
   int container_pid(const std::string& ns, const std::string& pod, const std::string& container);
+  // SIGKILLs a running container's processes (its process group), as a crash or the OOM killer
+  // would: the kubelet reports exit code 137 (reason Error) and restarts it or not per the
+  // pod's restartPolicy. `container` "": the pod's first. An error when none is running.
+  Expected<void> kill_container(const std::string& ns, const std::string& pod,
+                                const std::string& container = "");
 
  private:
   struct Impl;
