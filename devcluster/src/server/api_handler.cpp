@@ -212,6 +212,11 @@ void ApiHandler::fail_requests_where(std::function<bool(const HttpRequest&)> mat
   fail_match_code_ = code;
 }
 
+void ApiHandler::observe_requests(std::function<void(const HttpRequest&)> observe) {
+  std::lock_guard lock(mutex_);
+  observe_ = std::move(observe);
+}
+
 void ApiHandler::answer_unavailable_for(std::chrono::milliseconds duration) {
   std::lock_guard lock(mutex_);
   unavailable_until_ = std::chrono::steady_clock::now() + duration;
@@ -288,6 +293,7 @@ HandlerResult ApiHandler::handle(HttpRequest& request) {
     case ApiPath::Kind::Resource: {
       {
         std::lock_guard lock(mutex_);
+        if (observe_) observe_(request);
         const bool matched = fail_match_ && fail_match_(request);
         if (fail_count_ > 0 || matched) {
           if (!matched) --fail_count_;

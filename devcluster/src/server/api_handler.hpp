@@ -67,6 +67,9 @@ class ApiHandler {
   void fail_requests_where(std::function<bool(const HttpRequest&)> match, int code);
   // Every request answers 503 (Retry-After: 1) until `duration` has passed.
   void answer_unavailable_for(std::chrono::milliseconds duration);
+  // `observe` sees every resource request as it arrives, before any injected failure; empty:
+  // none. Runs on the server's threads, under the handler's lock.
+  void observe_requests(std::function<void(const HttpRequest&)> observe);
 
  private:
   HandlerResult handle_resource(HttpRequest& request, const ApiPath& path);
@@ -85,6 +88,7 @@ class ApiHandler {
   int fail_count_ = 0;
   int fail_code_ = 500;
   std::function<bool(const HttpRequest&)> fail_match_;
+  std::function<void(const HttpRequest&)> observe_;
   int fail_match_code_ = 500;
   std::chrono::steady_clock::time_point unavailable_until_{};
   std::uint64_t openapi_generation_ = ~0ull;

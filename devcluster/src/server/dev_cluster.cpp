@@ -42,6 +42,13 @@ std::string base64(const std::string& in) {
   return out;
 }
 
+RequestSummary summary_of(const HttpRequest& request) {
+  const auto watch = request.query_param("watch");
+  return RequestSummary{request.method, request.path, request.header("user-agent"),
+                        parse_api_path(request.path).legacy_watch ||
+                            (watch && (*watch == "1" || *watch == "true" || *watch == "True"))};
+}
+
 std::string random_token() {
   std::random_device device;
   std::string token;
@@ -282,10 +289,18 @@ void DevCluster::fail_requests_where(std::function<bool(const RequestSummary&)> 
     return;
   }
   impl_->handler->fail_requests_where(
-      [match = std::move(match)](const HttpRequest& request) {
-        return match(RequestSummary{request.method, request.path, request.header("user-agent")});
-      },
+      [match = std::move(match)](const HttpRequest& request) { return match(summary_of(request)); },
       code);
+}
+
+void DevCluster::observe_requests(std::function<void(const RequestSummary&)> observe) {
+  if (!impl_->handler) return;
+  if (!observe) {
+    impl_->handler->observe_requests(nullptr);
+    return;
+  }
+  impl_->handler->observe_requests(
+      [observe = std::move(observe)](const HttpRequest& request) { observe(summary_of(request)); });
 }
 
 void DevCluster::make_unavailable(std::chrono::milliseconds duration, Outage how) {

@@ -542,6 +542,37 @@ TEST_F(DevClusterTest, KillContainerSigkillsItsProcessesAndTheExitIsReported) {
       137);
 }
 
+TEST_F(DevClusterTest, RequestObserverSeesEachListAndWatchWithItsUserAgent) {
+  std::mutex mutex;
+  std::vector<RequestSummary> seen;
+  cluster_->observe_requests([&](const RequestSummary& r) {
+    std::lock_guard lock(mutex);
+    seen.push_back(r);
+  });
+  const std::map<std::string, std::string> agent = {{"User-Agent", "observed/1.0"}};
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces/default/pods", "", "", agent).status,
+            200);
+  {
+    TestStream watch(port(), "/api/v1/namespaces/default/pods?watch=true", agent);
+    EXPECT_EQ(watch.status(), 200);
+  }
+  {
+    TestStream legacy(port(), "/api/v1/watch/namespaces/default/pods", agent);
+    EXPECT_EQ(legacy.status(), 200);
+  }
+  EXPECT_EQ(http_request(port(), "GET", "/version").status, 200);  // not a resource request
+  cluster_->observe_requests(nullptr);
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/nodes").status, 200);
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].path, "/api/v1/namespaces/default/pods");
+  EXPECT_EQ(seen[0].method, "GET");
+  EXPECT_EQ(seen[0].user_agent, "observed/1.0");
+  EXPECT_FALSE(seen[0].watch);
+  EXPECT_TRUE(seen[1].watch);
+  EXPECT_TRUE(seen[2].watch);
+}
+
 // The scheduler's success path is one pods/binding write per pod. The kubelet is off so that
 // the PodScheduled=True condition seen here can only come from that write.
 TEST(DevClusterScheduler, BindsEachPodWithOneBindingWrite) {

@@ -49,11 +49,13 @@ struct DevClusterOptions {
   int server_threads = 2;
 };
 
-// What a request-matching fault looks at (DevCluster::fail_requests_where).
+// What a request-matching fault or a request observer looks at (DevCluster::fail_requests_where,
+// DevCluster::observe_requests).
 struct RequestSummary {
   std::string method;      // "GET", "PUT", ...
   std::string path;        // percent-decoded, without the query
   std::string user_agent;  // the User-Agent header, "" when absent
+  bool watch = false;      // a watch (?watch=true or a /watch/ path), not a get or a list
 };
 
 class DevCluster {
@@ -106,6 +108,12 @@ class DevCluster {
   // pod's restartPolicy. `container` "": the pod's first. An error when none is running.
   Expected<void> kill_container(const std::string& ns, const std::string& pod,
                                 const std::string& container = "");
+
+  // ---- observation ---------------------------------------------------------------------------
+  // `observe` sees every resource request the server takes (authenticated, not refused by an
+  // outage), before any injected failure, e.g. to count one client's lists by its User-Agent.
+  // Empty: none. Runs on the server's threads.
+  void observe_requests(std::function<void(const RequestSummary&)> observe);
 
  private:
   struct Impl;
