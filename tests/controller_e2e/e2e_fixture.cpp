@@ -2,6 +2,8 @@
 #include "depl/controller/job_resource.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include "depl/common/yaml_json.hpp"
 #include "depl/kube/beast_transport.hpp"
+#include "depl/kube/kubeconfig.hpp"
 #include "depl/kube/resource.hpp"
 
 namespace depl::e2e {
@@ -90,23 +93,62 @@ void ControllerE2e::TearDown() {
               << (ec ? "could not be kept: " + ec.message() : kept.string()) << "\n";
   }
   if (cluster_) cluster_->stop();
+  // Nothing of this process logs any more: the cluster's threads and the controller are gone.
+  end_log_capture();
+  if (owns_work_dir_) {
+    std::error_code ec;
+    fs::remove_all(work_dir_, ec);
+  }
 }
 
-void ControllerE2e::start_cluster(const std::string& pools_file) {
+void ControllerE2e::capture_log(const fs::path& file) {
+  uncaptured_logger_ = spdlog::default_logger();
+  auto sinks = uncaptured_logger_->sinks();
+  sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string()));
+  auto logger =
+      std::make_shared<spdlog::logger>(uncaptured_logger_->name(), sinks.begin(), sinks.end());
+  logger->set_level(uncaptured_logger_->level());
+  logger->flush_on(spdlog::level::trace);  // searched while the run goes on
+  spdlog::set_default_logger(std::move(logger));
+}
+
+void ControllerE2e::end_log_capture() {
+  if (!uncaptured_logger_) return;
+  spdlog::set_default_logger(std::move(uncaptured_logger_));
+  uncaptured_logger_.reset();
+}
+
+void ControllerE2e::start_cluster(const std::string& pools_file, ClusterSetup setup) {
   devcluster::DevClusterOptions options;
   if (!pools_file.empty()) options.pools_file = (kTestData / pools_file).string();
   options.image_map["*"] = kSimWorker.string();
+  options.tls = setup.tls;
+  if (setup.capture_log) {
+    // The directory exists before the cluster, so its first log line is captured too. Swapping
+    // the default logger is safe now and in TearDown only: no other thread of ours logs then.
+    std::string dir = (fs::temp_directory_path() / "depl-e2e-XXXXXX").string();
+    ASSERT_NE(mkdtemp(dir.data()), nullptr) << "cannot create a temporary directory";
+    work_dir_ = dir;
+    owns_work_dir_ = true;
+    options.work_dir = dir;
+    capture_log(in_process_log());
+  }
   auto started = devcluster::DevCluster::start(options);
   ASSERT_TRUE(started) << started.error().message;
   cluster_ = std::move(*started);
   work_dir_ = fs::path(cluster_->kubeconfig_path()).parent_path();
   pods_ = std::make_unique<PodRecorder>(cluster_->store());
 
-  kube::ConnectionConfig connection;
-  connection.server = cluster_->url();
-  auto transport = kube::BeastTransport::create(connection);
+  // The test's own client connects like the controller does: with the cluster's kubeconfig.
+  kube::KubeconfigLoadOptions load;
+  load.explicit_path = cluster_->kubeconfig_path();
+  auto kubeconfig = kube::load_kubeconfig(load);
+  ASSERT_TRUE(kubeconfig) << kubeconfig.error().message;
+  auto connection = kube::resolve_kubeconfig(*kubeconfig);
+  ASSERT_TRUE(connection) << connection.error().message;
+  auto transport = kube::BeastTransport::create(*connection);
   ASSERT_TRUE(transport) << transport.error().message;
-  client_ = std::make_unique<kube::Client>(*transport, nullptr);
+  client_ = std::make_unique<kube::Client>(*transport, connection->credentials);
 
   const fs::path crd_file = kRepo / "crds" / "depl.dev_dependabletrainingjobs.yaml";
   auto crd = yaml_to_json(read_text(crd_file), crd_file.string());

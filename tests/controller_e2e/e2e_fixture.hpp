@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <spdlog/logger.h>
 #include <nlohmann/json.hpp>
 
 #include "depl/controller/run_controller.hpp"
@@ -43,6 +44,16 @@ std::string job_phase(const json& job);
 // The value of env variable `name` in a pod's first container (value or the valueFrom object).
 std::optional<json> pod_env(const json& pod, const std::string& name);
 
+// How start_cluster sets the dev cluster up.
+struct ClusterSetup {
+  // HTTPS with a generated CA and a required bearer token (DevClusterOptions::tls), both in the
+  // kubeconfig every client of the scenario uses.
+  bool tls = false;
+  // This process's log lines (the dev cluster's, an in-process controller's) also go to
+  // ControllerE2e::in_process_log() until TearDown, for scenarios that search every log.
+  bool capture_log = false;
+};
+
 class ControllerE2e : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -50,7 +61,8 @@ class ControllerE2e : public ::testing::Test {
 
   // Starts the dev cluster with the pools of `pools_file` (a testdata file name; "" = no nodes),
   // applies the CRD and starts recording pods. Fatal failures on error: ASSERT_NO_FATAL_FAILURE.
-  void start_cluster(const std::string& pools_file);
+  void start_cluster(const std::string& pools_file, ClusterSetup setup = {});
+  fs::path in_process_log() const { return work_dir_ / "in-process.log"; }
   // Runs the controller in a thread until stop_controller(). `progress_port` 0: any port.
   void start_controller(std::uint16_t progress_port = 0);
   void stop_controller();
@@ -90,6 +102,11 @@ class ControllerE2e : public ::testing::Test {
   fs::path work_dir_;
 
  private:
+  void capture_log(const fs::path& file);
+  void end_log_capture();
+
+  bool owns_work_dir_ = false;  // made here (to capture the log from the start), removed here
+  std::shared_ptr<spdlog::logger> uncaptured_logger_;
   std::stop_source controller_stop_;
   std::jthread controller_;
   std::atomic<bool> controller_ready_{false};

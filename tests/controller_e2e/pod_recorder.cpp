@@ -88,6 +88,15 @@ std::vector<json> PodRecorder::created_for(const std::string& job) const {
   return out;
 }
 
+std::vector<json> PodRecorder::deleted_for(const std::string& job) const {
+  std::lock_guard lock(mutex_);
+  std::vector<json> out;
+  for (const auto& pod : deleted_) {
+    if (label(pod, "depl.dev/job") == job) out.push_back(pod);
+  }
+  return out;
+}
+
 void PodRecorder::run(std::stop_token stop) {
   if (!watch_) return;
   while (!stop.stop_requested()) {
@@ -107,6 +116,7 @@ void PodRecorder::run(std::stop_token stop) {
     } else if (event->type == "MODIFIED") {
       live_[key] = pod;
     } else if (event->type == "DELETED") {
+      deleted_.push_back(pod);
       live_.erase(key);
     } else {
       continue;

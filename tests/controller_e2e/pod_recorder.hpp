@@ -36,6 +36,8 @@ class PodRecorder {
   std::vector<nlohmann::json> created() const;
   // Pods of `job` (label depl.dev/job) created so far.
   std::vector<nlohmann::json> created_for(const std::string& job) const;
+  // Pods of `job` deleted so far, each as it was when deleted (its last status), in order.
+  std::vector<nlohmann::json> deleted_for(const std::string& job) const;
 
  private:
   void run(std::stop_token stop);
@@ -47,6 +49,7 @@ class PodRecorder {
   std::map<std::string, nlohmann::json> live_;  // ns/name -> pod
   std::map<std::string, std::vector<std::string>> incarnations_;
   std::vector<nlohmann::json> created_;
+  std::vector<nlohmann::json> deleted_;
   std::vector<std::string> violations_;
   bool check_pools_ = false;
   std::jthread thread_;

@@ -21,6 +21,11 @@ fs::path controller_binary() {
   return fs::path(DEPL_BINARY_DIR) / "bin" / "depl-controller";
 }
 
+std::uint64_t seed_from_env(std::uint64_t fallback) {
+  const char* text = std::getenv("DEPL_E2E_SEED");
+  return text ? std::strtoull(text, nullptr, 10) : fallback;
+}
+
 void ControllerProcessE2e::SetUp() {
   ControllerE2e::SetUp();
   if (IsSkipped()) return;
@@ -36,8 +41,9 @@ void ControllerProcessE2e::TearDown() {
   writes_.reset();
 }
 
-void ControllerProcessE2e::start_recorded_cluster(const std::string& pools_file) {
-  ASSERT_NO_FATAL_FAILURE(start_cluster(pools_file));
+void ControllerProcessE2e::start_recorded_cluster(const std::string& pools_file,
+                                                  ClusterSetup setup) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster(pools_file, setup));
   writes_ = std::make_unique<WriteLog>(cluster_->store());
   statuses_ = std::make_unique<StatusRecorder>(cluster_->store());
   origin_ = std::chrono::steady_clock::now();

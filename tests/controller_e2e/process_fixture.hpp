@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ namespace depl::e2e {
 // build/bin/depl-controller, or the binary DEPL_E2E_CONTROLLER names (to run the scenarios
 // against another build of it, e.g. one without a fix, and see them fail).
 fs::path controller_binary();
+
+// DEPL_E2E_SEED when set (to replay another draw of a scenario's random moments), else
+// `fallback`.
+std::uint64_t seed_from_env(std::uint64_t fallback);
 
 // One line of a worker's DEPL_SIM_ACK_FILE: a report the progress endpoint acknowledged.
 struct Ack {
@@ -36,7 +41,7 @@ class ControllerProcessE2e : public ControllerE2e {
   void TearDown() override;
 
   // start_cluster, then the write log and the status recorder.
-  void start_recorded_cluster(const std::string& pools_file);
+  void start_recorded_cluster(const std::string& pools_file, ClusterSetup setup = {});
 
   // Starts depl-controller against the cluster as `identity` (also its log file's name), with
   // the flags every scenario needs (loopback rendezvous, checkpoints in the work directory,

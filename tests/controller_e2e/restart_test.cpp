@@ -24,11 +24,6 @@ int progress_epoch(const json& job) {
   return job.value("status", json::object()).value("progress", json::object()).value("epoch", 0);
 }
 
-std::uint64_t seed_from_env(std::uint64_t fallback) {
-  const char* text = std::getenv("DEPL_E2E_SEED");
-  return text ? std::strtoull(text, nullptr, 10) : fallback;
-}
-
 TEST_F(ControllerProcessE2e, ControllerKilledTwentyTimesMidJobLosesNothingAndTheJobCompletes) {
   const std::uint64_t seed = seed_from_env(20260611);
   std::mt19937_64 rng(seed);
