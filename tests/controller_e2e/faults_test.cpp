@@ -1,9 +1,10 @@
 // The API server misbehaving while a job runs, with depl-controller as a child process: bursts of
 // 409 on the job's status writes, 429 with Retry-After, 500s, dropped watches, a compacted
-// history (the re-watch gets 410 and relists), and then the API server refusing connections for
-// 30 s. A node going NotReady mid-phase in a second scenario. Each ends with the invariants of
-// every controller-process scenario (expect_job_invariants) and, after the first, a search of
-// every log of the run for the job's progress token.
+// history (the re-watch gets 410 and relists, which is checked), and then the API server, served
+// over TLS with a bearer token, refusing connections for 30 s. A node going NotReady mid-phase in
+// another scenario. Each ends with the invariants of every controller-process scenario
+// (expect_job_invariants); the first also searches every log of the run for the job's progress
+// token, the API token and any private key.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,9 +14,12 @@
 
 #include <atomic>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "depl/common/base64.hpp"
+#include "depl/common/yaml_json.hpp"
 #include "depl/kube/resource.hpp"
 #include "process_fixture.hpp"
 
@@ -39,6 +43,39 @@ bool accepts_connections(std::uint16_t port) {
   const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return ok;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The secrets of a kubeconfig's users: tokens, passwords and client keys (as written, base64,
+// and decoded, with each line of a PEM key's body), none of which may reach a log.
+std::vector<std::pair<std::string, std::string>> kubeconfig_secrets(const fs::path& kubeconfig) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto config = yaml_to_json(read_text(kubeconfig), kubeconfig.string());
+  if (!config) {
+    ADD_FAILURE() << config.error().message;
+    return out;
+  }
+  for (const auto& entry : config->value("users", json::array())) {
+    const json user = entry.value("user", json::object());
+    for (const char* key : {"token", "password", "client-key-data"}) {
+      if (!user.contains(key) || !user[key].is_string()) continue;
+      const std::string value = user[key].get<std::string>();
+      out.emplace_back(std::string("the kubeconfig's ") + key, value);
+      if (std::string(key) != "client-key-data") continue;
+      std::stringstream pem(base64_decode(value).value_or(""));
+      for (std::string line; std::getline(pem, line);) {
+        if (line.size() >= 32 && line.find("-----") == std::string::npos)
+          out.emplace_back("a line of the kubeconfig's client key", line);
+      }
+    }
+  }
+  return out;
 }
 
 class FaultsE2e : public ControllerProcessE2e {
@@ -71,7 +108,11 @@ class FaultsE2e : public ControllerProcessE2e {
 };
 
 TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompletes) {
-  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml"));
+  // HTTPS with a bearer token, as a real API server: the controller connects with the
+  // kubeconfig the cluster writes, and the log search below has the token to look for.
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml", {.tls = true, .capture_log = true}));
+  ASSERT_TRUE(cluster_->url().starts_with("https://")) << cluster_->url();
+  ASSERT_GE(cluster_->bearer_token().size(), 16u);
   const std::uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
   const std::string me = "faults-controller";
@@ -98,10 +139,46 @@ TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompl
   EXPECT_TRUE(fail_controller_requests(me, 3, 500, {}));
   advance("faulty", 2, "500s");
 
-  // Watches end, and the history they would resume from is gone: 410, relist.
+  // Watches end, and the history they would resume from is gone: 410, relist. A write nobody
+  // watches first puts the compacted version past every version the controller's watches hold
+  // (otherwise a watch that saw the very last write could resume without a 410). The controller
+  // must list the jobs again (its job watch sees an event every epoch, so it resumes at once).
+  struct Lists {
+    std::mutex mutex;
+    std::map<std::string, int> by_path;
+  };
+  auto lists = std::make_shared<Lists>();
+  cluster_->observe_requests([lists, me](const devcluster::RequestSummary& r) {
+    if (r.method != "GET" || r.watch || r.user_agent.find("identity=" + me) == std::string::npos)
+      return;
+    std::lock_guard lock(lists->mutex);
+    ++lists->by_path[r.path];
+  });
+  auto job_lists = [lists] {
+    std::lock_guard lock(lists->mutex);
+    int n = 0;
+    for (const auto& [path, count] : lists->by_path)
+      n += path.ends_with("/dependabletrainingjobs") ? count : 0;
+    return n;
+  };
+  const json marker = {{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"metadata", {{"name", "compaction-marker"}, {"namespace", "default"}}}};
+  ASSERT_TRUE(cluster_->store().create({"", "v1", "configmaps", "default", "", ""}, marker).ok());
   cluster_->compact_history();
   cluster_->drop_watches();
+  EXPECT_TRUE(wait_until([&] { return job_lists() > 0; }, std::chrono::seconds(20)))
+      << "the controller did not list the jobs again after the history was compacted";
+  EXPECT_TRUE(wait_for_log(*controller, "relisting\" resource=dependabletrainingjobs",
+                           std::chrono::seconds(5)))
+      << "no 410 on the jobs' re-watch";
   json before_outage = advance("faulty", 2, "dropped watches and 410");
+  cluster_->observe_requests({});
+  {
+    std::lock_guard lock(lists->mutex);
+    for (const auto& [path, count] : lists->by_path)
+      RecordProperty("relists " + path, std::to_string(count));
+  }
   const std::string phase_before = job_phase(before_outage);
   EXPECT_EQ(phase_before, "Running") << "the job ended before the outage: it tests less";
 
@@ -122,27 +199,38 @@ TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompl
   EXPECT_TRUE(controller->running()) << "the controller gave up during the outage:\n"
                                      << controller->log();
 
-  // No log of the run carries the job's progress token: not the controller's, not the
-  // workers' (which get it in their environment).
+  // No log of the run carries a secret: the job's progress token (the workers get it in their
+  // environment), the API server's bearer token and whatever else the kubeconfig the controller
+  // read holds for its user, nor any private key. Logs: the controller's, the workers', this
+  // process's (the dev cluster's), every *log* file in the run's directory.
   auto secrets = list(resources::secrets(), "depl.dev/job=faulty");
   ASSERT_EQ(secrets.size(), 1u);
   const json data = secrets[0].value("data", json::object());
   ASSERT_TRUE(data.contains("token") && data["token"].is_string()) << secrets[0].dump();
   const auto token = base64_decode(data["token"].get<std::string>()).value_or("");
   ASSERT_GE(token.size(), 16u) << "the progress token looks too short to search for";
-  int logs = 0;
+  std::vector<std::pair<std::string, std::string>> needles = {
+      {"the job's progress token", token},
+      {"the API bearer token", cluster_->bearer_token()},
+      {"a PEM private key", "PRIVATE KEY-----"}};
+  for (auto& secret : kubeconfig_secrets(cluster_->kubeconfig_path())) needles.push_back(secret);
+  ASSERT_GE(needles.size(), 4u) << "the kubeconfig holds no credential: TLS is not on";
+  std::set<std::string> searched;
   for (const auto& entry : fs::recursive_directory_iterator(work_dir_)) {
     if (!entry.is_regular_file()) continue;
     const std::string file = entry.path().filename().string();
     if (!file.ends_with(".log") && file.find("log") == std::string::npos) continue;
-    ++logs;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(text.str().find(token), std::string::npos)
-        << entry.path() << " contains the job's progress token";
+    searched.insert(entry.path().parent_path() == work_dir_ ? file : "a worker's log");
+    const std::string text = read_text(entry.path());
+    for (const auto& [what, needle] : needles) {
+      EXPECT_EQ(text.find(needle), std::string::npos) << entry.path() << " contains " << what;
+    }
   }
-  EXPECT_GE(logs, 2) << "no logs found under " << work_dir_ << ": the search saw nothing";
+  for (const std::string& log :
+       {me + ".log", std::string("in-process.log"), std::string("a worker's log")})
+    EXPECT_TRUE(searched.count(log)) << "no " << log << " under " << work_dir_ << ": not searched";
+  // The captured log is the dev cluster's: it must have logged this run, or the search saw nothing.
+  EXPECT_NE(read_text(in_process_log()).find("event=pod_started"), std::string::npos);
 
   expect_job_invariants("faulty");
 }
