@@ -1,8 +1,9 @@
 // The API server misbehaving while a job runs, with depl-controller as a child process: bursts of
 // 409 on the job's status writes, 429 with Retry-After, 500s, dropped watches, a compacted
 // history (the re-watch gets 410 and relists, which is checked), and then the API server, served
-// over TLS with a bearer token, refusing connections for 30 s. A node going NotReady mid-phase in
-// another scenario. Each ends with the invariants of every controller-process scenario
+// over TLS with a bearer token, refusing connections for 30 s. Then the cluster under a job: a
+// node going NotReady mid-phase, a node deleted mid-phase (the pod garbage collector removes its
+// pods). Each ends with the invariants of every controller-process scenario
 // (expect_job_invariants); the first also searches every log of the run for the job's progress
 // token, the API token and any private key.
 #include <fmt/format.h>
@@ -50,6 +51,15 @@ std::string read_text(const fs::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+bool has_condition(const json& pod, const std::string& type, const std::string& reason) {
+  for (const auto& c : pod.value("status", json::object()).value("conditions", json::array())) {
+    if (c.value("type", "") == type && c.value("status", "") == "True" &&
+        c.value("reason", "") == reason)
+      return true;
+  }
+  return false;
 }
 
 // The secrets of a kubeconfig's users: tokens, passwords and client keys (as written, base64,
@@ -305,6 +315,65 @@ TEST_F(FaultsE2e, NodeNotReadyMidPhaseIsReplannedOntoTheRemainingPool) {
   }
   // The pods on the lost node failed (the kubelet fails them); nothing else may go wrong.
   expect_job_invariants("stranded", /*pods_may_fail=*/true);
+}
+
+// The node under a running phase is deleted, as when its machine is gone for good: its worker
+// processes die with it and nothing more is heard of them; the pod garbage collector fails the
+// pods bound to it (DisruptionTarget, DeletionByPodGC) and deletes them, as Kubernetes' does.
+TEST_F(FaultsE2e, NodeDeletedMidPhaseIsReplannedOntoTheRemainingPool) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  auto controller = spawn_controller("deleted-node-controller",
+                                     {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+  json job = patient_job("uprooted", 0.2);
+  job["spec"]["training"]["workers"]["min"] = 1;  // one node of two GPUs per pool
+  create_job(job);
+  job = advance("uprooted", 2, "the start");
+  ASSERT_EQ(job["status"]["progress"].value("pool", ""), "fast") << job["status"].dump(1);
+  const int epoch_before = progress_epoch(job);
+  std::set<std::string> on_node;  // uids of the pods running there
+  for (const auto& pod : pods_of("uprooted")) {
+    if (pod["spec"].value("nodeName", "") == "fast-0" && !pod_terminal(pod))
+      on_node.insert(pod["metadata"].value("uid", ""));
+  }
+  ASSERT_FALSE(on_node.empty()) << "no pod of the job runs on fast-0";
+
+  auto deleted = cluster_->delete_node("fast-0");
+  ASSERT_TRUE(deleted) << deleted.error().message;
+  wait_job(
+      "uprooted",
+      [](const json& j) {
+        return j.value("status", json::object())
+                   .value("progress", json::object())
+                   .value("pool", "") == "spare";
+      },
+      "the job to move to the spare pool");
+  json done = wait_job(
+      "uprooted",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  EXPECT_GT(progress_epoch(done), epoch_before);
+  EXPECT_TRUE(has_event("uprooted", "Replanned"));
+  for (const auto& pod : pods_->created_for("uprooted")) {
+    if (pod["spec"].value("nodeSelector", json::object()).value("depl.dev/pool", "") != "spare")
+      continue;
+    // It continued from its checkpoint: nothing started over once the node was gone.
+    EXPECT_NE(pod_env(pod, "DEPL_START_EPOCH"), json("0")) << pod["metadata"].dump();
+  }
+  // Each pod of the lost node went as the pod garbage collector ends them: Failed, with the
+  // DisruptionTarget condition, then deleted (by it, or by the controller: either way gone).
+  for (const auto& pod : pods_->deleted_for("uprooted")) {
+    if (!on_node.erase(pod["metadata"].value("uid", ""))) continue;
+    EXPECT_EQ(pod["status"].value("phase", ""), "Failed") << pod["status"].dump(1);
+    EXPECT_TRUE(has_condition(pod, "DisruptionTarget", "DeletionByPodGC")) << pod["status"].dump(1);
+  }
+  EXPECT_TRUE(on_node.empty()) << on_node.size()
+                               << " pod(s) of the deleted node were never deleted";
+  // The pod garbage collector failed them: the controller counts that, nothing else may go wrong.
+  expect_job_invariants("uprooted", /*pods_may_fail=*/true);
 }
 
 }  // namespace
