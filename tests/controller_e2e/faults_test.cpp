@@ -3,9 +3,9 @@
 // history (the re-watch gets 410 and relists, which is checked), and then the API server, served
 // over TLS with a bearer token, refusing connections for 30 s. Then the cluster under a job: a
 // node going NotReady mid-phase, a node deleted mid-phase (the pod garbage collector removes its
-// pods). Each ends with the invariants of every controller-process scenario
-// (expect_job_invariants); the first also searches every log of the run for the job's progress
-// token, the API token and any private key.
+// pods), a worker SIGKILLed partway through an epoch. Each ends with the invariants of every
+// controller-process scenario (expect_job_invariants); the first also searches every log of the
+// run for the job's progress token, the API token and any private key.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <atomic>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -62,6 +63,15 @@ bool has_condition(const json& pod, const std::string& type, const std::string& 
   return false;
 }
 
+int terminated_exit_code(const json& pod) {
+  for (const auto& cs :
+       pod.value("status", json::object()).value("containerStatuses", json::array()))
+    return cs.value("state", json::object())
+        .value("terminated", json::object())
+        .value("exitCode", -1);
+  return -1;
+}
+
 // The secrets of a kubeconfig's users: tokens, passwords and client keys (as written, base64,
 // and decoded, with each line of a PEM key's body), none of which may reach a log.
 std::vector<std::pair<std::string, std::string>> kubeconfig_secrets(const fs::path& kubeconfig) {
@@ -86,6 +96,20 @@ std::vector<std::pair<std::string, std::string>> kubeconfig_secrets(const fs::pa
     }
   }
   return out;
+}
+
+// The (phase, rank) report of the highest epoch acknowledged so far, from the complete lines of
+// the acknowledgement file (a worker may be appending one right now).
+int last_acked_epoch(const fs::path& acks, int phase, int rank) {
+  const std::string text = read_text(acks);
+  int epoch = 0;
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    const json a = json::parse(text.substr(start, end - start), nullptr, false);
+    if (a.is_object() && a.value("phase", -1) == phase && a.value("rank", -1) == rank)
+      epoch = std::max(epoch, a.value("epoch", 0));
+  }
+  return epoch;
 }
 
 class FaultsE2e : public ControllerProcessE2e {
@@ -374,6 +398,87 @@ TEST_F(FaultsE2e, NodeDeletedMidPhaseIsReplannedOntoTheRemainingPool) {
                                << " pod(s) of the deleted node were never deleted";
   // The pod garbage collector failed them: the controller counts that, nothing else may go wrong.
   expect_job_invariants("uprooted", /*pods_may_fail=*/true);
+}
+
+// A worker's process is SIGKILLed partway through an epoch (DevCluster::kill_container, as a
+// crash or the OOM killer would end it): its pod fails with exit code 137, the controller
+// restarts the phase's workers from the last checkpoint, and the job completes with nothing
+// lost. Which rank and how far into its epoch are drawn (DEPL_E2E_SEED=<n> replays a draw).
+TEST_F(FaultsE2e, WorkerKilledMidEpochIsRestartedFromTheCheckpointAndTheJobCompletes) {
+  const std::uint64_t seed = seed_from_env(20260615);  // rank 0, 63 ms in
+  std::mt19937_64 rng(seed);
+  RecordProperty("seed", std::to_string(seed));
+  SCOPED_TRACE(fmt::format("seed {} (DEPL_E2E_SEED={} replays it)", seed, seed));
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  auto controller =
+      spawn_controller("crash-controller", {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+  constexpr double kEpochSeconds = 0.3;
+  create_job(patient_job("crashed", kEpochSeconds));  // two ranks per phase
+
+  const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
+  const int delay_ms = std::uniform_int_distribution<int>(0, 100)(rng);  // of a 300 ms epoch
+  RecordProperty("killed", fmt::format("rank {} {} ms into an epoch", rank, delay_ms));
+  const std::string name = fmt::format("crashed-p0-w{}", rank);
+  // Once it has reported its second epoch, the worker sleeps through its next one.
+  int acked = 0;
+  ASSERT_TRUE(wait_until([&] { return (acked = last_acked_epoch(acks_file(), 0, rank)) >= 2; }))
+      << name << " reported no two epochs";
+  const json pod = client_->get(resources::pods(), "default", name).value_or(json::object());
+  const std::string uid = pod.value("metadata", json::object()).value("uid", "");
+  ASSERT_FALSE(uid.empty()) << name << " is gone before it could be killed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));  // the kill moment, drawn
+  auto killed = cluster_->kill_container("default", name, "worker");
+  ASSERT_TRUE(killed) << killed.error().message;
+
+  // The kubelet reports the kill, the controller counts the failure.
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& e : events_of("crashed")) {
+      if (e.value("reason", "") == "WorkerFailed" &&
+          e.value("message", "").find(name + " failed (exit code 137)") != std::string::npos)
+        return true;
+    }
+    return false;
+  })) << "no WorkerFailed event for "
+      << name << " with exit code 137";
+  json done = wait_job(
+      "crashed",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+
+  // It died mid-epoch: the last epoch its log shows is the one acknowledged before the kill.
+  const std::string log_dir = fmt::format("default_{}_{}", name, uid.substr(0, 8));
+  const std::string log = read_text(work_dir_ / "pods" / log_dir / "worker-0.log");
+  EXPECT_NE(log.find(fmt::format("{{\"epoch\":{},", acked)), std::string::npos) << log;
+  EXPECT_EQ(log.find(fmt::format("{{\"epoch\":{},", acked + 1)), std::string::npos)
+      << "the kill came after epoch " << acked + 1 << " was done, not partway through it:\n"
+      << log;
+  for (const auto& gone : pods_->deleted_for("crashed")) {
+    if (gone["metadata"].value("uid", "") == uid) {
+      EXPECT_EQ(terminated_exit_code(gone), 137) << gone["status"].dump(1);
+    }
+  }
+  // Both ranks of the phase started again (synchronous ranks cannot go on without a peer), from
+  // the checkpoint: where the job's progress stood, never from 0.
+  for (int r = 0; r < 2; ++r) {
+    const std::string rank_pod = fmt::format("crashed-p0-w{}", r);
+    std::vector<std::string> starts;
+    for (const auto& p : pods_->created_for("crashed")) {
+      if (p["metadata"].value("name", "") == rank_pod)
+        starts.push_back(pod_env(p, "DEPL_START_EPOCH").value_or(json("")).get<std::string>());
+    }
+    ASSERT_GE(starts.size(), 2u) << rank_pod << " was not recreated";
+    EXPECT_EQ(starts[0], "0");
+    EXPECT_NE(starts[1], "0") << rank_pod << " started over";
+    // Rank 0 reports the job's progress: killed, its last report is where the phase resumes.
+    if (rank == 0 && r == 0) {
+      EXPECT_EQ(starts[1], std::to_string(acked));
+    }
+  }
+  expect_job_invariants("crashed", /*pods_may_fail=*/true);
 }
 
 }  // namespace
