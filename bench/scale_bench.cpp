@@ -64,6 +64,8 @@ struct Options {
   std::string controller;
   std::vector<std::string> controller_args;
   std::string log_dir;
+  std::string timeline;     // per-job times of the burst, CSV; "" = none
+  std::string metrics_out;  // the controller's /metrics at rest; "" = none
 };
 
 const ResourceRef kJobs{"depl.dev", "v1alpha1", "dependabletrainingjobs", "", "", ""};
@@ -459,14 +461,15 @@ struct RunResult {
   // Every write the API server applied from the jobs' creation on, by writer (User-Agent
   // product), verb and resource: "depl-controller create pods".
   std::map<std::string, long> writes_by_kind;
-  long rss_ready_kib = 0;      // caches synced, no job yet
-  long peak_ready_kib = 0;     // peak RSS up to then (the initial lists)
+  long rss_ready_kib = 0;   // caches synced, no job yet
+  long peak_ready_kib = 0;  // peak RSS up to then (the initial lists)
   long rss_end_kib = 0;
-  long peak_rss_kib = 0;                           // VmHWM before the stop
-  double cpu_ready_seconds = 0;                    // starting and syncing the caches
-  double cpu_planning_seconds = 0;                 // first create -> all planned
-  double cpu_total_seconds = 0;                    // the whole life, from wait4
-  double setup_seconds = 0;                        // cluster, cached pods
+  long peak_rss_kib = 0;                    // VmHWM before the stop
+  double cpu_ready_seconds = 0;             // starting and syncing the caches
+  double cpu_planning_seconds = 0;          // first create -> all planned
+  double cluster_cpu_planning_seconds = 0;  // the dev cluster (this process), the same window
+  double cpu_total_seconds = 0;             // the whole life, from wait4
+  double setup_seconds = 0;                 // cluster, cached pods
   int trickle_planned = 0, trickle_with_pods = 0;  // jobs created one at a time afterwards
   double trickle_p50 = 0, trickle_p99 = 0, trickle_max = 0;
 };
@@ -601,6 +604,7 @@ std::optional<RunResult> run_once(const Options& o, int run) {
   std::vector<json> jobs;
   for (int i = 0; i < o.jobs; ++i) jobs.push_back(job_object(i, workers(rng)));
   const auto apply_start = Clock::now();
+  const ProcessSample cluster_before = sample_process(::getpid());
   for (auto& job : jobs) {
     auto created = store.create(
         ResourceRef{"depl.dev", "v1alpha1", "dependabletrainingjobs", "default", "", ""},
@@ -630,6 +634,8 @@ std::optional<RunResult> run_once(const Options& o, int run) {
   }
   const auto planning_end = Clock::now();
   const ProcessSample after_planning = sample_process(controller.pid());
+  r.cluster_cpu_planning_seconds =
+      sample_process(::getpid()).cpu_seconds - cluster_before.cpu_seconds;
   const std::string metrics_planned = controller.metrics();
   r.complete = observer.planned() >= o.jobs;
   r.planned = observer.planned();
@@ -658,6 +664,10 @@ std::optional<RunResult> run_once(const Options& o, int run) {
   const auto idle_start = Clock::now();
   std::this_thread::sleep_for(Seconds(o.idle_seconds));
   const std::string metrics_idle = controller.metrics();
+  if (!o.metrics_out.empty()) {
+    std::ofstream(o.repeat > 1 ? fmt::format("{}.run{}", o.metrics_out, run) : o.metrics_out)
+        << metrics_idle;
+  }
   r.reconciles_idle_per_second = (metric_sum(metrics_idle, "depl_reconcile_total") -
                                   metric_sum(metrics_settled, "depl_reconcile_total")) /
                                  Seconds(Clock::now() - idle_start).count();
@@ -667,6 +677,21 @@ std::optional<RunResult> run_once(const Options& o, int run) {
     r.writes_by_kind = writes_by_kind;
   }
   const auto burst = observer.jobs();
+  if (!o.timeline.empty()) {
+    // One line per job: milliseconds from the first create to its creation, first plan (or
+    // "cannot run now") and first pod as the API server saw them (-1: never), and whether it got
+    // a plan. The shape of the burst: how far apart the placements come.
+    const std::string path = o.repeat > 1 ? fmt::format("{}.run{}", o.timeline, run) : o.timeline;
+    std::ofstream out(path);
+    out << "job,created_ms,planned_ms,first_pod_ms,planned_to_run\n";
+    for (const auto& [name, t] : burst) {
+      auto ms = [&](const std::optional<Clock::time_point>& at) {
+        return at ? std::chrono::duration<double, std::milli>(*at - apply_start).count() : -1.0;
+      };
+      out << fmt::format("{},{:.1f},{:.1f},{:.1f},{}\n", name, ms(t.created), ms(t.planned),
+                         ms(t.first_pod), t.feasible ? 1 : 0);
+    }
+  }
 
   // Then jobs arriving one at a time into the loaded controller (every earlier job cached):
   // their latency is the controller's own, without a thousand jobs ahead in line.
@@ -780,6 +805,11 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_option("--log-dir", o.log_dir,
                  "keep the controller's logs here (default: the cluster's temporary directory)");
+  app.add_option("--timeline", o.timeline,
+                 "write each burst job's creation, first plan and first pod times here (CSV, ms)");
+  app.add_option("--metrics-out", o.metrics_out,
+                 "write the controller's /metrics at rest here (API requests by verb and code, "
+                 "reconcile and solver times)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the dev cluster's per-pod lines
   if (o.pools < 1 || o.nodes < o.pools || o.jobs < 1 || o.min_workers < 1 ||
@@ -822,9 +852,10 @@ int main(int argc, char** argv) {
     std::printf(
         "run %zu: setup %.1f s, apply %.2f s, %.0f reconciles while planning, solver %.3f "
         "s in total, %ld writes by the controller, peak RSS before the jobs %.1f MiB, RSS "
-        "at the end %.1f MiB\n",
+        "at the end %.1f MiB, dev cluster CPU while planning %.2f s\n",
         i + 1, r.setup_seconds, r.apply_seconds, r.reconciles_planning, r.solver_seconds,
-        r.controller_writes, r.peak_ready_kib / 1024.0, r.rss_end_kib / 1024.0);
+        r.controller_writes, r.peak_ready_kib / 1024.0, r.rss_end_kib / 1024.0,
+        r.cluster_cpu_planning_seconds);
     std::string writes;
     for (const auto& [kind, n] : r.writes_by_kind)
       writes += fmt::format("{}{} {}", writes.empty() ? "" : ", ", n, kind);
