@@ -118,7 +118,8 @@ struct ApiStore::Impl {
   ApiResult write_update(const ResourceType& type, const ResourceRef& ref, const ObjectPtr& current,
                          nlohmann::json next, const WriteOptions& options, bool check_rv,
                          bool managed_fields_done);
-  // Pruning, defaulting and validation of custom resources and CRDs; nullopt when fine.
+  // Pruning, defaulting and validation of custom resources and CRDs, validation of the built-in
+  // kinds builtin_validation.hpp checks; nullopt when fine.
   std::optional<ApiResult> admit(const ResourceType& type, nlohmann::json& object,
                                  const WriteOptions& options, std::vector<std::string>& warnings);
   void after_write(const ResourceType& type, const nlohmann::json& object, bool deleted);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "builtin_types.hpp"
+#include "builtin_validation.hpp"
 #include "depl/common/base64.hpp"
 #include "depl/devcluster/patches.hpp"
 #include "depl/devcluster/server_side_apply.hpp"
@@ -163,7 +164,8 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
     if (!types) return invalid(type.qualified_kind(), name, type.kind, type.group, types.error());
     return std::nullopt;
   }
-  if (!type.custom || !type.schema) return std::nullopt;
+  if (!type.custom) return validate_builtin_object(type, object);
+  if (!type.schema) return std::nullopt;
   std::vector<std::string> unknown = prune_unknown_fields(object, *type.schema);
   if (!unknown.empty() && options.field_validation == "Strict") {
     std::string message = "strict decoding error: ";

@@ -206,10 +206,13 @@ TEST_F(DevClusterTest, SchedulerBindsByResourcesSelectorAndReportsUnschedulable)
                    {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}};
   create_pod(on_t4, "small");
   ASSERT_TRUE(eventually([&] { return pod("small")["spec"].value("nodeName", "") == "t4-0"; }));
-  json too_big = {{"containers",
-                   {{{"name", "c"},
-                     {"image", "sim"},
-                     {"resources", {{"requests", {{"nvidia.com/gpu", "9"}}}}}}}}};
+  // An extended resource needs a limit (a request alone is refused, as by kube-apiserver).
+  json too_big = {
+      {"containers",
+       {{{"name", "c"},
+         {"image", "sim"},
+         {"resources",
+          {{"limits", {{"nvidia.com/gpu", "9"}}}, {"requests", {{"nvidia.com/gpu", "9"}}}}}}}}};
   create_pod(too_big, "big");
   ASSERT_TRUE(eventually([&] {
     const json p = pod("big");
