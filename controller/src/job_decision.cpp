@@ -9,6 +9,7 @@
 
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/replan.hpp"
+#include "depl/controller/worker_spec_validation.hpp"
 #include "depl/kube/exec_credentials.hpp"  // parse_rfc3339
 #include "depl/solver/parse.hpp"
 
@@ -129,8 +130,12 @@ class Decider {
   Decision run() {
     if (job_["metadata"].contains("deletionTimestamp")) return std::move(decision_);
     auto problem = solver::parse_job_json(job_);
-    if (!problem) {
-      invalid(problem.error().messages);
+    std::vector<std::string> errors;
+    if (!problem) errors = problem.error().messages;
+    // The fields only the worker pods use: the API server would refuse the pods otherwise.
+    for (auto& message : validate_worker_fields(job_)) errors.push_back(std::move(message));
+    if (!errors.empty()) {
+      invalid(errors);
       return finish();
     }
     condition(conditions::kValid, true, "Valid", "the spec is valid");

@@ -165,6 +165,38 @@ TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
   EXPECT_FALSE(fixed.create.empty());
 }
 
+// The fields only worker pods use are validated with the rest: a bad quantity or env name is an
+// InvalidSpec naming the field, not a pod the API server refuses.
+TEST(JobDecision, InvalidWorkerFieldsAreReportedWithTheFieldAndRunNothing) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  const json good_spec = v.job["spec"];
+  v.job["spec"]["models"][2]["resources"] = {{"limits", {{"memory", "lots"}}}};
+  v.job["spec"]["models"][0]["env"] = json::array({{{"name", "A=B"}, {"value", "1"}}});
+  v.job["metadata"]["generation"] = 2;
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ(condition_status(*d.status, "Valid"), false);
+  const std::string message = (*d.status)["message"];
+  EXPECT_NE(message.find("spec.models[2].resources.limits.memory: must be a quantity such as "
+                         "10Gi or 1.5G, got \"lots\""),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("spec.models[0].env[0].name: \"A=B\""), std::string::npos) << message;
+  ASSERT_TRUE(has_event(d, "InvalidSpec"));
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());
+  apply(v, d);
+  // Fixing the spec recovers the job.
+  v.job["spec"] = good_spec;
+  v.job["metadata"]["generation"] = 3;
+  Decision fixed = decide(v, options());
+  EXPECT_EQ(condition_status(*fixed.status, "Valid"), true);
+  EXPECT_EQ(condition_status(*fixed.status, "Planned"), true);
+  EXPECT_FALSE(fixed.create.empty());
+}
+
 TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   JobView v = view_with_nodes();
   v.token_secret_exists = false;

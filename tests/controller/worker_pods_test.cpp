@@ -1,6 +1,7 @@
 #include "depl/controller/worker_pods.hpp"
 
 #include <gtest/gtest.h>
+#include <set>
 
 namespace depl::controller {
 namespace {
@@ -75,6 +76,19 @@ TEST(WorkerPods, CarriesTheWorkerContract) {
   EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-p0-w0.mnist-p0.ml.svc");
   EXPECT_EQ(env_of(pod, "DEPL_DATASET_URIS"), "b=s3://b");
   EXPECT_EQ(env_of(pod, "X"), "1");
+}
+
+// The validator refuses models[].env entries that would override these (worker_spec_validation):
+// the list must be exactly what the builder sets.
+TEST(WorkerPods, SetsExactlyTheContractsEnvNames) {
+  Fixture f;
+  const json pod = build_worker_pod(f.launch(), 1);
+  std::set<std::string> set_by_operator;
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] != "X") set_by_operator.insert(e["name"].get<std::string>());
+  }
+  const std::set<std::string> contract(kContractEnvNames.begin(), kContractEnvNames.end());
+  EXPECT_EQ(set_by_operator, contract);
 }
 
 TEST(WorkerPods, PlacesOnThePoolWithGpusAndOwner) {

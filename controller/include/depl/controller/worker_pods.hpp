@@ -3,8 +3,10 @@
 // the same inputs give the same objects, so reconcile can compare and re-create them safely.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,18 @@ inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "depl-operator";
 // Key in the job's token Secret that holds the progress token.
 inline constexpr const char* kTokenKey = "token";
+
+// The environment variables the operator sets on worker pods (docs/worker-contract.md, section
+// 1). A job's models[].env may add others but not these.
+inline constexpr std::array<std::string_view, 16> kContractEnvNames = {
+    "DEPL_JOB",          "DEPL_NAMESPACE",
+    "DEPL_PHASE",        "DEPL_MODEL",
+    "DEPL_EPOCHS",       "DEPL_START_EPOCH",
+    "DEPL_DATASETS",     "DEPL_CHECKPOINT_DIR",
+    "DEPL_PROGRESS_URL", "DEPL_PROGRESS_TOKEN",
+    "DEPL_LOSS_PROFILE", "DEPL_DATASET_URIS",
+    "WORLD_SIZE",        "RANK",
+    "MASTER_ADDR",       "MASTER_PORT"};
 
 // How workers find their rank-0 peer: through the headless Service's DNS name (a real cluster),
 // or on loopback (the dev cluster, where every pod is a local process).
