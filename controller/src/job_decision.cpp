@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/replan.hpp"
 #include "depl/controller/worker_spec_validation.hpp"
@@ -136,6 +137,13 @@ class Decider {
     for (auto& message : validate_worker_fields(job_)) errors.push_back(std::move(message));
     if (!errors.empty()) {
       invalid(errors);
+      return finish();
+    }
+    if (auto refused = recorded_rejection(status_, generation_)) {
+      // The API server refused the workers this spec makes: retrying cannot help until the spec
+      // changes (creation_rejection.hpp).
+      record_rejection(status_, *refused, generation_, now_);
+      delete_pods(/*only_running=*/true);
       return finish();
     }
     condition(conditions::kValid, true, "Valid", "the spec is valid");

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/kube/resource.hpp"
@@ -245,6 +246,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
     auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && !created.error().is_already_exists()) {
+      if (is_rejection(created.error())) report_rejection(job, object, created.error());
       return finish(unexpected(api_failure(
           fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));
     }
@@ -258,6 +260,30 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   }
   if (d.requeue_after) return finish(kube::Action::requeue_after(*d.requeue_after));
   return finish(kube::Action::await_change());
+}
+
+void JobReconciler::report_rejection(const json& job, const json& object,
+                                     const kube::ApiError& error) {
+  const std::string ns = str(job["metadata"], "namespace");
+  const std::string name = str(job["metadata"], "name");
+  const std::string message = rejection_message(job, object, error);
+  // The latest job, not the cached one: a status write earlier in this reconcile moved it on.
+  auto latest = client_.get(job_resource(), ns, name);
+  if (!latest) {
+    spdlog::warn("msg=\"could not read the job to record a refused create\" job={}/{} error=\"{}\"",
+                 ns, name, latest.error().to_string());
+    return;
+  }
+  auto updated = job_recording_rejection(job, *latest, message, rfc3339(clock_.wall_now()));
+  if (!updated) return;  // recorded already, or the spec changed since
+  auto written = client_.replace_status(job_resource(), *updated, quiet_write());
+  if (!written) {
+    spdlog::warn("msg=\"could not record a refused create in status\" job={}/{} error=\"{}\"", ns,
+                 name, written.error().to_string());
+    return;
+  }
+  if (events_) events_(*latest, {"Warning", kRejectedByApiServer, message});
+  spdlog::warn("msg=\"{}\" job={}/{} reason={}", message, ns, name, kRejectedByApiServer);
 }
 
 }  // namespace depl::controller

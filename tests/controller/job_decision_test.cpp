@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "depl/common/yaml_json.hpp"
+#include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/pod_cache.hpp"
 #include "depl/solver/evaluator.hpp"
@@ -194,6 +195,31 @@ TEST(JobDecision, InvalidWorkerFieldsAreReportedWithTheFieldAndRunNothing) {
   Decision fixed = decide(v, options());
   EXPECT_EQ(condition_status(*fixed.status, "Valid"), true);
   EXPECT_EQ(condition_status(*fixed.status, "Planned"), true);
+  EXPECT_FALSE(fixed.create.empty());
+}
+
+// The API server refused a worker the spec makes (creation_rejection.hpp): for that generation
+// of the spec nothing more is created, so retries write nothing; a changed spec is tried afresh.
+TEST(JobDecision, ARefusalOfTheWorkersHoldsTheSpecGenerationUntilItChanges) {
+  JobView v = view_with_nodes();
+  Decision first = decide(v, options());
+  ASSERT_FALSE(first.create.empty());
+  v.job["status"] = *first.status;
+  ASSERT_TRUE(record_rejection(v.job["status"], "the API server refused Pod quickstart-p0-w0", 1,
+                               "2026-11-22T05:00:00Z"));
+  Decision held = decide(v, options());
+  EXPECT_TRUE(held.create.empty());
+  EXPECT_TRUE(held.events.empty());
+  EXPECT_FALSE(held.status.has_value()) << held.status->dump(1);
+  EXPECT_EQ(condition_status(v.job["status"], "Valid"), false);
+
+  v.job["spec"]["models"][2]["env"] = json::array({{{"name", "FIXED"}, {"value", "1"}}});
+  v.job["metadata"]["generation"] = 2;
+  Decision fixed = decide(v, options());
+  ASSERT_TRUE(fixed.status.has_value());
+  EXPECT_EQ(condition_status(*fixed.status, "Valid"), true);
+  EXPECT_EQ(condition_status(*fixed.status, "Running"), true);
+  EXPECT_EQ((*fixed.status)["phase"], "Running");
   EXPECT_FALSE(fixed.create.empty());
 }
 

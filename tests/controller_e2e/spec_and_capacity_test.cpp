@@ -1,11 +1,13 @@
 // The spec and the cluster's capacity: an invalid spec is reported (Valid=False naming the field,
-// a Warning Event, no pods) until fixed; a job the cluster cannot run waits Pending with the
+// a Warning Event, no pods) until fixed, and so is one only the API server knows to be invalid
+// (it refuses the worker pods); a job the cluster cannot run waits Pending with the
 // reason until nodes are added; two jobs competing for one GPU both finish, one after the other,
 // and the pool is never promised more GPUs than it has.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "e2e_fixture.hpp"
+#include "write_log.hpp"
 
 namespace depl::e2e {
 namespace {
@@ -46,6 +48,58 @@ TEST_F(ControllerE2e, InvalidSpecIsReportedWithTheFieldAndRecoversOnceFixed) {
   job = wait_succeeded("broken");
   EXPECT_EQ(condition_status(job, "Planned"), "True");
   EXPECT_FALSE(pods_->created_for("broken").empty());
+}
+
+TEST_F(ControllerE2e, WorkersTheApiServerRefusesAreReportedWithTheFieldAndRecoverOnceFixed) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  WriteLog writes(cluster_->store());
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  json job = job_from("job.yaml", "refused", 0.1);
+  const json good_models = job["spec"]["models"];
+  // Valid for the controller, which leaves extended resources to the API server; the API server
+  // (the dev cluster, as kube-apiserver) refuses a fraction of one with 422.
+  for (auto& model : job["spec"]["models"])
+    model["resources"] = {{"limits", {{"example.com/fpga", "500m"}}}};
+  create_job(job);
+
+  job = wait_job(
+      "refused",
+      [](const json& j) {
+        return condition_status(j, "Valid") == "False" &&
+               condition_reason(j, "Valid") == "RejectedByAPIServer";
+      },
+      "Valid=False, reason RejectedByAPIServer");
+  const std::string field =
+      "spec.containers[0].resources.limits[example.com/fpga]: Invalid value: \"500m\": must be an "
+      "integer (from the job's spec.models[";
+  EXPECT_THAT(condition_message(job, "Valid"), HasSubstr(field));
+  EXPECT_EQ(job_phase(job), "Pending");
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& e : events_of("refused")) {
+      if (e.value("reason", "") == "RejectedByAPIServer" && e.value("type", "") == "Warning" &&
+          e.value("message", "").find(field) != std::string::npos)
+        return true;
+    }
+    return false;
+  })) << "no Warning Event RejectedByAPIServer naming the field";
+  EXPECT_TRUE(pods_of("refused").empty());
+  EXPECT_TRUE(pods_->created_for("refused").empty());
+  // The same spec is not retried: its status was written for the plan and for the refusal, not
+  // once per retry.
+  const auto status_writes = [&] {
+    return writes.count([](const Write& w) {
+      return w.record.plural == "dependabletrainingjobs" && w.record.subresource == "status" &&
+             w.record.name == "refused";
+    });
+  };
+  EXPECT_LE(status_writes(), 3u);
+
+  merge_patch_job("refused", {{"spec", {{"models", good_models}}}});
+  job = wait_job(
+      "refused", [](const json& j) { return condition_status(j, "Valid") == "True"; },
+      "Valid=True after the fix");
+  job = wait_succeeded("refused");
+  EXPECT_FALSE(pods_->created_for("refused").empty());
 }
 
 TEST_F(ControllerE2e, InfeasibleJobWaitsPendingUntilNodesAreAdded) {

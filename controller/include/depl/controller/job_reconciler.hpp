@@ -62,6 +62,11 @@ class JobReconciler {
   Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
   // The options of the reconciler's writes, which never read the object the server returns.
   kube::WriteOptions quiet_write() const;
+  // The API server refused `object`, built from `job`'s spec (creation_rejection.hpp): records it
+  // in the job's status with a Warning Event, once per spec generation. Failures are only logged:
+  // the reconcile fails anyway and is retried.
+  void report_rejection(const nlohmann::json& job, const nlohmann::json& object,
+                        const kube::ApiError& error);
 
   kube::Client& client_;
   JobCaches caches_;
