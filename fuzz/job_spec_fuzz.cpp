@@ -1,12 +1,14 @@
 // Fuzz target: a DependableTrainingJob manifest, as YAML through parse_job_yaml and, when the
-// input is JSON, as the controller's JSON form through parse_job_json. Bad input must come back
-// as messages (never an exception, crash or empty message); good input must satisfy the rules
-// the solver relies on without checking them again.
+// input is JSON, as the controller's JSON form through parse_job_json and the controller's check
+// of the fields worker pods carry (validate_worker_fields). Bad input must come back as messages
+// (never an exception, crash or empty message); good input must satisfy the rules the solver
+// relies on without checking them again.
 #include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "depl/controller/worker_spec_validation.hpp"
 #include "depl/solver/parse.hpp"
 #include "fuzz_target.hpp"
 
@@ -94,6 +96,11 @@ int job_spec(const std::uint8_t* data, std::size_t size) {
       check_problem(*job);
     } else {
       check_errors(job.error(), "");
+    }
+    for (const auto& message : controller::validate_worker_fields(object)) {
+      check(message.rfind("spec.", 0) == 0 || message.rfind("metadata.", 0) == 0,
+            "a worker-field problem names its field");
+      check(message.find(": ") != std::string::npos, "a worker-field problem says what is wrong");
     }
   }
   return 0;
