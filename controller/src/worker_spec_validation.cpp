@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/kubernetes_names.hpp"
 #include "depl/common/quantity.hpp"
 #include "depl/controller/worker_pods.hpp"
 
@@ -65,41 +66,6 @@ void unknown_fields(const json& object, const std::string& path,
   }
 }
 
-bool lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-bool alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
-bool is_dns_subdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253 || !lower_alnum(s.front()) || !lower_alnum(s.back()))
-    return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return lower_alnum(c) || c == '-' || c == '.'; });
-}
-
-// A label value, or the name part of a qualified name when `allow_empty` is false.
-bool is_label_value(const std::string& s, bool allow_empty) {
-  if (s.empty()) return allow_empty;
-  if (s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// A label key or toleration key: an optional DNS subdomain prefix and '/', then a name.
-bool is_qualified_name(const std::string& s) {
-  const auto slash = s.find('/');
-  if (slash == std::string::npos) return is_label_value(s, false);
-  return is_dns_subdomain(s.substr(0, slash)) && is_label_value(s.substr(slash + 1), false);
-}
-
-bool is_env_var_name(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s.front()))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
 constexpr const char* kSubdomainRule =
     "a lowercase RFC 1123 subdomain (lower-case letters, digits, '-' and '.', starting and ending "
     "with a letter or digit, at most 253 characters)";
@@ -134,10 +100,7 @@ void check_image(const json& model, const std::string& path, Problems& p) {
 // Why `name` cannot be a container resource, or nullopt.
 std::optional<std::string> resource_name_problem(const std::string& name) {
   if (name.find('/') == std::string::npos) {
-    if (name == "cpu" || name == "memory" || name == "ephemeral-storage" ||
-        name.rfind("hugepages-", 0) == 0) {
-      return std::nullopt;
-    }
+    if (is_standard_container_resource(name)) return std::nullopt;
     return "is not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size> or "
            "a domain-prefixed name such as example.com/device";
   }
@@ -274,7 +237,7 @@ void check_node_selector(const json& selector, const std::string& path, Problems
     }
     if (!value.is_string()) {
       p.add(field, fmt::format("must be a string, got {}", describe(value)));
-    } else if (!is_label_value(value.get<std::string>(), true)) {
+    } else if (!is_label_value(value.get<std::string>())) {
       p.add(field, fmt::format("{} is not a valid label value: at most 63 letters, digits, '-', "
                                "'_' or '.', starting and ending with a letter or digit",
                                describe(value)));
@@ -327,7 +290,7 @@ void check_pod_template(const json& pt, const std::string& path, Problems& p) {
   }
   unknown_fields(pt, path, {"serviceAccountName", "nodeSelector", "tolerations"}, p);
   if (auto sa = string_member(pt, "serviceAccountName", path, p); sa && !sa->empty()) {
-    if (!is_dns_subdomain(*sa)) {
+    if (!is_dns1123_subdomain(*sa)) {
       p.add(path + ".serviceAccountName",
             fmt::format("{} is not a valid ServiceAccount name: it must be {}", describe(*sa),
                         kSubdomainRule));
@@ -352,7 +315,7 @@ void check_pod_template(const json& pt, const std::string& path, Problems& p) {
 std::optional<std::string> check_claim(const json& object, const std::string& path, Problems& p) {
   auto claim = string_member(object, "pvc", path, p);
   if (!claim) return std::nullopt;
-  if (!is_dns_subdomain(*claim)) {
+  if (!is_dns1123_subdomain(*claim)) {
     p.add(path + ".pvc", fmt::format("{} is not a PersistentVolumeClaim name: it must be {}",
                                      describe(*claim), kSubdomainRule));
     return std::nullopt;

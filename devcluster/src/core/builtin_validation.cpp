@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/kubernetes_names.hpp"
 #include "depl/common/quantity.hpp"
 
 namespace depl::devcluster {
@@ -39,36 +40,6 @@ constexpr const char* kQuantityRegex =
 bool lower_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
-bool alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
-bool is_dns1123_subdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253 || !lower_alnum(s.front()) || !lower_alnum(s.back()))
-    return false;
-  for (char c : s) {
-    if (!lower_alnum(c) && c != '-' && c != '.') return false;
-  }
-  return true;
-}
-
-bool is_env_var_name(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s.front()))) return false;
-  for (char c : s) {
-    if (!alnum(c) && c != '-' && c != '.' && c != '_') return false;
-  }
-  return true;
-}
-
-// The name part of a qualified name ("example.com/name" or "name").
-bool is_qualified_name_part(const std::string& s) {
-  if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
-  for (char c : s) {
-    if (!alnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
 std::string quoted(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -105,7 +76,7 @@ void check_resource_name(const std::string& name, const std::string& field,
                          std::vector<FieldError>& errors) {
   const auto slash = name.find('/');
   if (slash == std::string::npos) {
-    if (name != "cpu" && name != "memory" && name != "ephemeral-storage" && !is_hugepages(name)) {
+    if (!is_standard_container_resource(name)) {
       errors.push_back(
           invalid_value(field, quoted(name), "must be a standard resource for containers"));
     }
