@@ -368,6 +368,9 @@ class BeastResponseStream : public ResponseStream {
         idle_timeout_(idle_timeout),
         what_(std::move(what)) {
     status_ = parser_->get().result_int();
+    // Beast reads from the socket only as much as the buffer has room for (at least 512 bytes):
+    // room for many events makes one read syscall (or TLS record) per burst, not per 512 bytes.
+    connection_->buffer.reserve(kReadSize);
     for (const auto& field : parser_->get()) {
       headers_.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
@@ -382,29 +385,38 @@ class BeastResponseStream : public ResponseStream {
     if (parser_->is_done()) return std::string();
     // One buffer for the stream's life: a watch delivers an event per read, and a fresh
     // 64 KiB string for each (allocated and zeroed) cost more than parsing the event.
-    if (buffer_.empty()) buffer_.resize(64 * 1024);
+    if (buffer_.empty()) buffer_.resize(kReadSize);
     auto& body = parser_->get().body();
     body.data = buffer_.data();
     body.size = buffer_.size();
-    connection_->lowest().expires_after(idle_timeout_);
-    error_code ec = connection_->run([&](auto handler) {
-      if (connection_->tls) {
-        http::async_read_some(*connection_->tls, connection_->buffer, *parser_, handler);
-      } else {
-        http::async_read_some(*connection_->plain, connection_->buffer, *parser_, handler);
+    // What the connection already holds comes first and needs no trip through the event loop:
+    // one socket read brings many chunks (a watch sends an event or a few per chunk).
+    error_code ec = parse_buffered();
+    while (!ec && body.size == buffer_.size() && !parser_->is_done()) {
+      // Nothing buffered (or only part of a chunk's framing): wait for the socket, with the
+      // idle timeout.
+      connection_->lowest().expires_after(idle_timeout_);
+      ec = connection_->run([&](auto handler) {
+        if (connection_->tls) {
+          http::async_read_some(*connection_->tls, connection_->buffer, *parser_, handler);
+        } else {
+          http::async_read_some(*connection_->plain, connection_->buffer, *parser_, handler);
+        }
+      });
+      if (ec == http::error::need_buffer) ec = {};
+      if (cancelled_.load()) return cancelled();
+      if (ec == beast::error::timeout) {
+        return unexpected(ApiError::transport(
+            ApiError::kTimeout,
+            what_ + ": no data for " + std::to_string(idle_timeout_.count()) + " ms"));
       }
-    });
-    if (ec == http::error::need_buffer) ec = {};
-    if (cancelled_.load()) return cancelled();
-    if (ec == beast::error::timeout) {
-      return unexpected(ApiError::transport(
-          ApiError::kTimeout, what_ + ": no data for " + std::to_string(idle_timeout_.count()) + " ms"));
+      if (ec == http::error::end_of_stream && parser_->is_done()) return std::string();
+      // The read parsed one step of what it brought (a chunk's header, say); the rest waits in
+      // the connection's buffer.
+      if (!ec) ec = parse_buffered();
     }
-    if (ec == http::error::end_of_stream && parser_->is_done()) return std::string();
     if (ec) return unexpected(transport_error(ApiError::kTransportError, what_, ec));
-    const std::size_t received = buffer_.size() - body.size;
-    if (received == 0 && !parser_->is_done()) return read();  // chunk framing only; keep going
-    return std::string(buffer_.data(), received);
+    return std::string(buffer_.data(), buffer_.size() - body.size);
   }
 
   void cancel() override {
@@ -414,6 +426,24 @@ class BeastResponseStream : public ResponseStream {
   }
 
  private:
+  static constexpr std::size_t kReadSize = 64 * 1024;
+
+  // Hands the bytes already read from the socket to the parser, into the body buffer, until
+  // they run out (or end in the middle of a chunk's framing), the body buffer is full, or the
+  // body ends. No I/O.
+  error_code parse_buffered() {
+    auto& input = connection_->buffer;
+    error_code ec;
+    while (input.size() > 0 && !parser_->is_done() && parser_->get().body().size > 0) {
+      const std::size_t used = parser_->put(input.data(), ec);
+      input.consume(used);
+      if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
+      if (ec) return ec;
+      if (used == 0) break;
+    }
+    return {};
+  }
+
   Unexpected<ApiError> cancelled() const {
     return unexpected(ApiError::transport(ApiError::kCancelled, what_ + ": cancelled"));
   }

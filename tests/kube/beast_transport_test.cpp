@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <sstream>
 
 #include <spdlog/sinks/ostream_sink.h>
@@ -327,6 +329,146 @@ TEST(BeastTransport, WatchThroughTheClientAcrossChunks) {
   EXPECT_EQ(seen[0].target,
             "/api/v1/namespaces/ns/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=60");
   EXPECT_EQ(seen[0].headers["authorization"], "Bearer s3cret");
+}
+
+// A chunked body as a server frames it: each payload in a chunk of its own, then the last chunk.
+// `payload_before[i]` is how many payload bytes lie before byte i of `bytes`.
+struct ChunkedBody {
+  std::string bytes;
+  std::vector<std::size_t> payload_before;
+};
+
+ChunkedBody chunked_body(const std::vector<std::string>& payloads) {
+  ChunkedBody body;
+  std::size_t payload = 0;
+  auto add = [&](const std::string& text, bool is_payload) {
+    for (char c : text) {
+      body.bytes += c;
+      body.payload_before.push_back(payload);
+      if (is_payload) ++payload;
+    }
+  };
+  for (const std::string& p : payloads) {
+    std::ostringstream size;
+    size << std::hex << p.size() << "\r\n";
+    add(size.str(), false);
+    add(p, true);
+    add("\r\n", false);
+  }
+  add("0\r\n\r\n", false);
+  body.payload_before.push_back(payload);  // at the end: all of it
+  return body;
+}
+
+const std::string kChunkedHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+ServerOptions plain_or_tls(bool tls) {
+  if (!tls) return {.tls = false};
+  return {.certificate_pem = certs().server.certificate_pem,
+          .key_pem = certs().server.private_key_pem};
+}
+
+ConnectionConfig config_for(const TestHttpsServer& server, bool tls) {
+  if (!tls) return {.server = server.url()};
+  return {.server = server.url(), .certificate_authority_pem = certs().ca.certificate_pem};
+}
+
+// Lets a test hold the server between two writes; opened at the latest when it goes out of scope
+// (a failed assertion must not leave the server's thread waiting).
+class Gate {
+ public:
+  ~Gate() { open(); }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// A watch sends an event per chunk; when many are already on the connection, a read returns all
+// it holds instead of one chunk per read (and per trip through the event loop).
+TEST(BeastTransport, ManySmallChunksArrivingTogetherComeInFewReadsIntactAndInOrder) {
+  std::vector<std::string> events;
+  std::string all;
+  for (int i = 0; i < 200; ++i) {
+    events.push_back(R"({"type":"MODIFIED","object":{"metadata":{"name":"p","resourceVersion":")" +
+                     std::to_string(i) + "\"}}}\n");
+    all += events.back();
+  }
+  const std::string response = kChunkedHead + chunked_body(events).bytes;
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "https" : "http");
+    TestHttpsServer server(plain_or_tls(tls), [&](const ServerRequest&) {
+      return ServerReply{.raw_pieces = {response}};  // all in one write
+    });
+    auto transport = transport_for(config_for(server, tls));
+    auto stream = transport->open_stream(get("/api/v1/pods?watch=1"), 10s);
+    ASSERT_TRUE(stream) << stream.error().to_string();
+    std::string received;
+    int reads = 0;
+    while (true) {
+      auto bytes = (*stream)->read();
+      ASSERT_TRUE(bytes) << bytes.error().to_string();
+      ++reads;
+      if (bytes->empty()) break;
+      received += *bytes;
+    }
+    EXPECT_EQ(received, all);
+    // One write of 16 KB: a socket read or a few (TLS records are up to 16 KB), not 200.
+    EXPECT_LE(reads, 10);
+  }
+}
+
+// The server stops after every byte position of the body in turn (inside a chunk's size line,
+// its data, the CRLF after it, the last chunk): a read returns exactly the data that came before
+// the stop, never framing, and the rest follows once the server goes on.
+TEST(BeastTransport, AChunkSplitAcrossReadsIsDeliveredWhole) {
+  const std::string first = "{\"a\":1}\n";
+  const std::string second = "{\"b\":\"twenty-six bytes!\"}\n";
+  const ChunkedBody body = chunked_body({first, second});
+  const std::string all = first + second;
+  ASSERT_EQ(second.size(), 26u);  // its chunk's size line is "1a": two digits to split between
+  for (bool tls : {false, true}) {
+    for (std::size_t split = 1; split < body.bytes.size(); ++split) {
+      SCOPED_TRACE(std::string(tls ? "https" : "http") + " split at byte " + std::to_string(split));
+      Gate gate;
+      TestHttpsServer server(plain_or_tls(tls), [&](const ServerRequest&) {
+        return ServerReply{
+            .raw_pieces = {kChunkedHead + body.bytes.substr(0, split), body.bytes.substr(split)},
+            .before_piece = [&](std::size_t) { gate.wait(); }};
+      });
+      auto transport = transport_for(config_for(server, tls));
+      auto stream = transport->open_stream(get("/api/v1/pods?watch=1"), 10s);
+      ASSERT_TRUE(stream) << stream.error().to_string();
+      const std::size_t before = body.payload_before[split];
+      std::string received;
+      while (received.size() < before) {
+        auto bytes = (*stream)->read();
+        ASSERT_TRUE(bytes) << bytes.error().to_string();
+        ASSERT_FALSE(bytes->empty()) << "ended early";
+        received += *bytes;
+      }
+      EXPECT_EQ(received, all.substr(0, before));
+      gate.open();
+      while (true) {
+        auto bytes = (*stream)->read();
+        ASSERT_TRUE(bytes) << bytes.error().to_string();
+        if (bytes->empty()) break;
+        received += *bytes;
+      }
+      EXPECT_EQ(received, all);
+    }
+  }
 }
 
 TEST(BeastTransport, SilentStreamHitsTheIdleTimeout) {

@@ -65,6 +65,15 @@ void serve(TestHttpsServer::Handler& handler, Stream& stream, std::mutex& mutex,
       std::unique_lock lock(mutex);
       stopped_cv.wait(lock, [&] { return stopping; });
     };
+    if (!reply.raw_pieces.empty()) {
+      for (std::size_t i = 0; i < reply.raw_pieces.size(); ++i) {
+        if (i > 0 && reply.before_piece) reply.before_piece(i);
+        asio::write(stream, asio::buffer(reply.raw_pieces[i]), ec);
+        if (ec) return;
+      }
+      if (reply.hang) hang();
+      return;
+    }
     if (reply.hang && !reply.chunked) {
       hang();
       return;

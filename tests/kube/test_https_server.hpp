@@ -32,6 +32,11 @@ struct ServerReply {
   bool hang = false;         // after the chunks (or before any reply if !chunked), go silent
   bool close = false;        // Connection: close
   bool drop_after = false;   // close the connection after replying, without saying so
+  // Raw: the whole response as bytes (status line, headers, chunk framing), each piece sent
+  // with one write. Before each piece but the first, `before_piece(i)` runs: a test blocks it
+  // until the client has read what came before. After the last piece: hang, else close.
+  std::vector<std::string> raw_pieces{};
+  std::function<void(std::size_t)> before_piece{};
 };
 
 struct ServerOptions {
