@@ -3,6 +3,8 @@
 //   <n> <n chunk lengths> <body>
 // (one byte each: n = first byte % 8, lengths 1..256, used in turn). Splitting must not change
 // what is decoded: the events are compared with a decode of the whole body in one chunk.
+// Decoding with a field filter must give the filtered objects of the same events, and the same
+// errors.
 #include <string>
 #include <vector>
 
@@ -105,6 +107,27 @@ int watch_stream(const std::uint8_t* data, std::size_t size) {
     };
     check(strip(dropped->object) == strip(full->object),
           "dropping managedFields changes nothing else");
+  }
+  static const kube::FieldFilter kObjectFilter = [] {
+    kube::FieldFilter f;
+    f.keep({"metadata", "name"}).keep({"metadata", "labels"});
+    f.keep({"spec", "containers", "name"}).keep({"status", "phase"});
+    return f;
+  }();
+  static const kube::FieldFilter kEventFilter = kube::watch_event_filter(kObjectFilter);
+  const auto filtered = kube::parse_watch_event(body, true, &kEventFilter);
+  (void)summary(filtered);
+  check(filtered.has_value() == dropped.has_value(), "a filter does not change what decodes");
+  if (dropped) {
+    check(filtered->type == dropped->type, "a filter keeps the event type");
+    const bool filters = dropped->type == WatchEventType::Added ||
+                         dropped->type == WatchEventType::Modified ||
+                         dropped->type == WatchEventType::Deleted;
+    check(filtered->object == (filters ? kObjectFilter.apply(dropped->object) : dropped->object),
+          "a filter keeps what it names of ADDED/MODIFIED/DELETED objects, all of the others");
+  } else {
+    check(filtered.error().message == dropped.error().message,
+          "a filter does not change decode errors");
   }
   return 0;
 }

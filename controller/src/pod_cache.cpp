@@ -96,4 +96,23 @@ void trim_cached_pod(json& pod) {
   pod = std::move(out);
 }
 
+kube::FieldFilter cached_pod_fields() {
+  kube::FieldFilter f;
+  for (const char* key : {"apiVersion", "kind"}) f.keep({key});
+  for (const char* key : {"name", "namespace", "resourceVersion", "deletionTimestamp", "uid",
+                          "creationTimestamp", "ownerReferences", "labels", "annotations"}) {
+    f.keep({"metadata", key});
+  }
+  f.keep({"spec", "nodeName"});
+  f.keep({"spec", "containers", "name"});
+  f.keep({"spec", "containers", "resources", "requests", kGpuResource});
+  f.keep({"spec", "containers", "resources", "limits", kGpuResource});
+  f.keep({"spec", "containers", "env"});
+  f.keep({"status", "phase"});
+  f.keep({"status", "containerStatuses", "name"});
+  f.keep({"status", "containerStatuses", "state", "terminated", "exitCode"});
+  f.keep({"status", "containerStatuses", "state", "terminated", "reason"});
+  return f;
+}
+
 }  // namespace depl::controller

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "depl/common/base64.hpp"
@@ -188,13 +189,15 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   const std::string catalog_ns =
       config.catalog_namespace.empty() ? home_ns : config.catalog_namespace;
   auto informer = [&](kube::ResourceType type, std::string ns, std::string labels = "",
-                      std::string fields = "") {
+                      std::string fields = "",
+                      std::optional<kube::FieldFilter> prefilter = std::nullopt) {
     kube::WatcherOptions o;
     o.namespace_ = std::move(ns);
     o.label_selector = std::move(labels);
     o.field_selector = std::move(fields);
     // Every cache below drops managedFields (see the transforms): skip them as events are read.
     o.drop_managed_fields = true;
+    o.prefilter = std::move(prefilter);
     // The reconciler looks objects up by owner only; the other default indexes (labels, node
     // name) would hold an entry per label and pod of the whole cluster for nothing.
     std::map<std::string, kube::IndexFunction, std::less<>> indexes;
@@ -210,7 +213,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   // what placement and the reconciler read (trim_cached_pod drops managedFields too).
   jobs->set_transform(kube::strip_managed_fields);
   jobs->add_handlers(line.handlers());  // before the controller's handlers (see PlacementLine)
-  auto pods = informer(resources::pods(), "");
+  // Pods are decoded with only what trim_cached_pod reads (it still runs on each).
+  auto pods = informer(resources::pods(), "", "", "", cached_pod_fields());
   pods->set_transform(trim_cached_pod);
   pods->add_handlers(gpus.handlers());  // before the controller's handlers (see GpuLedger)
   auto nodes = informer(resources::nodes(), "");

@@ -180,26 +180,10 @@ std::optional<std::pair<std::size_t, std::size_t>> managed_fields_span(std::stri
   return std::pair{start, end};
 }
 
-Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line, bool drop_managed_fields) {
-  std::string kept;
-  if (drop_managed_fields) {
-    if (auto span = managed_fields_span(line)) {
-      kept.reserve(line.size() - (span->second - span->first));
-      kept.append(line.substr(0, span->first)).append(line.substr(span->second));
-      line = kept;
-    }
-  }
-  json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    std::string why;
-    try {
-      json ignored = json::parse(line);
-      (void)ignored;
-    } catch (const json::exception& e) {
-      why = e.what();
-    }
-    return decode_error("watch event is not valid JSON (" + why + "): " + excerpt(line));
-  }
+namespace {
+
+// The event in a parsed line; `line` is for messages.
+Expected<WatchEvent, ApiError> event_of(json parsed, std::string_view line) {
   if (!parsed.is_object())
     return decode_error("watch event is not a JSON object: " + excerpt(line));
   auto type = parsed.find("type");
@@ -228,6 +212,53 @@ Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line, bool dro
   event.object = std::move(*object);
   if (event.type == WatchEventType::Error) event.error = ApiError::from_status(event.object);
   return event;
+}
+
+}  // namespace
+
+FieldFilter watch_event_filter(const FieldFilter& object_filter) {
+  FieldFilter filter;
+  filter.keep({"type"});
+  filter.keep({"object"}, object_filter);
+  return filter;
+}
+
+Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line, bool drop_managed_fields,
+                                                 const FieldFilter* event_filter) {
+  std::string kept;
+  if (drop_managed_fields) {
+    if (auto span = managed_fields_span(line)) {
+      kept.reserve(line.size() - (span->second - span->first));
+      kept.append(line.substr(0, span->first)).append(line.substr(span->second));
+      line = kept;
+    }
+  }
+  if (event_filter != nullptr) {
+    // The type may come after the object, so the filter is applied to every line and the rare
+    // event it must not touch (BOOKMARK, ERROR) or that does not decode is parsed again whole.
+    if (auto parsed = parse_filtered(line, *event_filter)) {
+      auto event = event_of(std::move(*parsed), line);
+      if (event && event->type != WatchEventType::Bookmark && event->type != WatchEventType::Error)
+        return event;
+    }
+  }
+  json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    std::string why;
+    try {
+      json ignored = json::parse(line);
+      (void)ignored;
+    } catch (const json::exception& e) {
+      why = e.what();
+    }
+    return decode_error("watch event is not valid JSON (" + why + "): " + excerpt(line));
+  }
+  return event_of(std::move(parsed), line);
+}
+
+void WatchDecoder::filter_objects(const FieldFilter* object_filter) {
+  event_filter_.reset();
+  if (object_filter != nullptr) event_filter_ = watch_event_filter(*object_filter);
 }
 
 void WatchDecoder::feed(std::string_view bytes) {
@@ -268,7 +299,7 @@ std::optional<Expected<WatchEvent, ApiError>> WatchDecoder::next() {
     }
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
     if (line.empty()) continue;
-    return parse_watch_event(line, drop_managed_fields_);
+    return parse_watch_event(line, drop_managed_fields_, event_filter_ ? &*event_filter_ : nullptr);
   }
   return std::nullopt;
 }

@@ -168,6 +168,43 @@ TEST(WatcherTest, BookmarkMovesTheVersionOnlyAndTheNextWatchResumesThere) {
   EXPECT_EQ(f.watcher->stats().errors, 0u);
 }
 
+// The prefilter applies to watched objects only, and always keeps what the watcher and the
+// store need: a filter naming nothing of metadata still leaves name, namespace and version.
+TEST(WatcherTest, PrefilterDecodesWatchedObjectsWithOnlyWhatItKeeps) {
+  WatcherFixture f;
+  json listed = bare_pod("a", "90");
+  listed["spec"] = {{"nodeName", "n1"}, {"volumes", json::array()}};
+  f.transport->push_json(200, list_body("100", {listed}));
+  json watched = pod("ns", "b", "101");
+  watched["metadata"]["uid"] = "u";
+  watched["spec"] = {{"nodeName", "n2"}, {"volumes", json::array()}};
+  f.transport->push_stream(
+      stream({line("ADDED", watched),
+              line("BOOKMARK", {{"kind", "Pod"},
+                                {"metadata",
+                                 {{"resourceVersion", "150"},
+                                  {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}}),
+              line("DELETED", pod("ns", "b", "151"))}));
+  WatcherOptions options = f.options();
+  options.prefilter = FieldFilter().keep({"spec", "nodeName"});
+  f.make(options);
+  EXPECT_EQ(f.next().type, Type::InitStarted);
+  WatcherEvent list_item = f.next();
+  EXPECT_EQ(list_item.object["spec"], listed["spec"]);  // lists are not filtered
+  EXPECT_EQ(f.next().type, Type::InitDone);
+  const json kept = {{"metadata", {{"namespace", "ns"}, {"name", "b"}, {"resourceVersion", "101"}}},
+                     {"spec", {{"nodeName", "n2"}}}};
+  WatcherEvent added = f.next();
+  EXPECT_EQ(added.type, Type::Apply);
+  EXPECT_EQ(added.object, kept);
+  WatcherEvent deleted = f.next();  // the bookmark in between is not an event
+  EXPECT_EQ(deleted.type, Type::Delete);
+  EXPECT_EQ(deleted.object,
+            json({{"metadata", {{"namespace", "ns"}, {"name", "b"}, {"resourceVersion", "151"}}}}));
+  EXPECT_EQ(f.watcher->stats().bookmarks, 1u);
+  EXPECT_EQ(f.watcher->stats().resource_version, "151");
+}
+
 TEST(WatcherTest, ErrorEventWithoutVersionKeepsTheLastVersionAndBacksOff) {
   WatcherFixture f;
   f.transport->push_json(200, list_body("100", {}));

@@ -30,7 +30,14 @@ Watcher::Watcher(Client& client, ResourceType type, WatcherOptions options, Cloc
       type_(std::move(type)),
       options_(std::move(options)),
       clock_(clock),
-      random_(random) {}
+      random_(random) {
+  if (options_.prefilter) {
+    object_filter_ = *options_.prefilter;
+    object_filter_->keep({"metadata", "name"});
+    object_filter_->keep({"metadata", "namespace"});
+    object_filter_->keep({"metadata", "resourceVersion"});
+  }
+}
 
 Watcher::~Watcher() = default;
 
@@ -156,6 +163,7 @@ void Watcher::step_open_watch() {
   ++stats_.watches;
   stream_ = std::make_unique<WatchStream>(std::move(*opened));
   stream_->drop_managed_fields(options_.drop_managed_fields);
+  if (object_filter_) stream_->filter_objects(&*object_filter_);
   events_on_stream_ = 0;
   state_ = State::Watching;
 }

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "depl/kube/field_filter.hpp"
+
 namespace depl::controller {
 
 // An informer transform. Every pod keeps what the cache and GPU accounting read (the store's
@@ -15,8 +17,13 @@ namespace depl::controller {
 // apiVersion, kind, uid, creationTimestamp, ownerReferences, labels, annotations, every
 // container (name, GPUs, the DEPL_MODEL variable) and the terminated state (exit code, reason)
 // of each container status.
-// A new read of pods in decide() must be added here; the tests compare decisions on whole and
-// trimmed pods.
+// A new read of pods in decide() must be added here, and to cached_pod_fields; the tests
+// compare decisions on whole and trimmed pods.
 void trim_cached_pod(nlohmann::json& pod);
+
+// What the pods informer decodes of each watched pod (WatcherOptions::prefilter): every member
+// trim_cached_pod reads, whoever owns the pod, so that trimming a pod decoded with it gives what
+// trimming the whole pod gives (the tests check this on many pods).
+kube::FieldFilter cached_pod_fields();
 
 }  // namespace depl::controller

@@ -14,6 +14,7 @@
 
 #include "depl/common/expected.hpp"
 #include "depl/kube/api_error.hpp"
+#include "depl/kube/field_filter.hpp"
 
 namespace depl::kube {
 
@@ -38,8 +39,15 @@ struct WatchEvent {
 // metadata.managedFields are cut from the text before it is parsed (what an informer's
 // strip-managed-fields transform would do after, without building them first: on pods they are
 // a large share of each event).
+// With `event_filter` (from watch_event_filter), the objects of ADDED, MODIFIED and DELETED
+// events are built with only what its object filter keeps; BOOKMARK and ERROR events, and lines
+// that do not decode, come out exactly as without it.
 Expected<WatchEvent, ApiError> parse_watch_event(std::string_view line,
-                                                 bool drop_managed_fields = false);
+                                                 bool drop_managed_fields = false,
+                                                 const FieldFilter* event_filter = nullptr);
+
+// The filter for whole event lines that keeps `type` and filters `object` by `object_filter`.
+FieldFilter watch_event_filter(const FieldFilter& object_filter);
 
 // The bytes of `line` (a watch event) that hold its object's metadata.managedFields member,
 // with one comma next to it: [first, second) to cut so that the rest stays valid JSON. nullopt
@@ -51,6 +59,8 @@ class WatchDecoder {
  public:
   // See parse_watch_event.
   void drop_managed_fields(bool on) { drop_managed_fields_ = on; }
+  // Objects keep only what `object_filter` keeps (see parse_watch_event); nullptr: everything.
+  void filter_objects(const FieldFilter* object_filter);
   // Appends bytes as they arrived from the stream.
   void feed(std::string_view bytes);
   // At the end of the body: a final line without '\n' becomes decodable (a non-chunked 200
@@ -68,6 +78,7 @@ class WatchDecoder {
   std::size_t scanned_ = 0;   // bytes of buffer_ known to contain no '\n' after consumed_
   bool finished_ = false;
   bool drop_managed_fields_ = false;
+  std::optional<FieldFilter> event_filter_{};
 };
 
 }  // namespace depl::kube

@@ -29,6 +29,8 @@ class WatchStream {
 
   // Events come without their object's metadata.managedFields (see parse_watch_event).
   void drop_managed_fields(bool on) { decoder_.drop_managed_fields(on); }
+  // Objects are built with only what `object_filter` keeps (see parse_watch_event).
+  void filter_objects(const FieldFilter* object_filter) { decoder_.filter_objects(object_filter); }
 
  private:
   std::unique_ptr<ResponseStream> stream_{};
