@@ -113,7 +113,8 @@ Expected<HttpResponse, ApiError> Client::send(HttpRequest request) {
   }
 }
 
-Expected<json, ApiError> Client::send_json(HttpRequest request, bool decode) {
+Expected<json, ApiError> Client::send_json(HttpRequest request, bool decode,
+                                           const FieldFilter* filter) {
   auto response = send(std::move(request));
   if (!response) return unexpected(std::move(response).error());
   if (response->status < 200 || response->status >= 300) {
@@ -121,7 +122,13 @@ Expected<json, ApiError> Client::send_json(HttpRequest request, bool decode) {
         ApiError::from_response(response->status, response->body, response->header("Retry-After")));
   }
   if (response->body.empty() || !decode) return json();
-  json parsed = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  json parsed;
+  if (filter != nullptr) {
+    auto filtered = parse_filtered(response->body, *filter);
+    parsed = filtered ? std::move(*filtered) : json(json::value_t::discarded);
+  } else {
+    parsed = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  }
   if (parsed.is_discarded()) {
     return unexpected(ApiError::transport(
         ApiError::kDecodeError, "the server's " + std::to_string(response->status) +
@@ -144,8 +151,14 @@ Expected<json, ApiError> Client::get(const ResourceType& type, std::string_view 
 }
 
 Expected<json, ApiError> Client::list(const ResourceType& type, std::string_view ns,
-                                      const ListOptions& options) {
-  return run(*this, requests::list(type, ns, options));
+                                      const ListOptions& options, const FieldFilter* item_filter) {
+  auto built = requests::list(type, ns, options);
+  if (!built) return unexpected(std::move(built).error());
+  if (item_filter == nullptr) return send_json(std::move(*built));
+  FieldFilter list_filter;
+  list_filter.keep({"apiVersion"}).keep({"kind"}).keep({"metadata"});
+  list_filter.keep({"items"}, *item_filter);
+  return send_json(std::move(*built), true, &list_filter);
 }
 
 Expected<json, ApiError> Client::list_all(const ResourceType& type, std::string_view ns,

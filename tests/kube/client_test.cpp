@@ -369,6 +369,35 @@ TEST(Client, ListAllFollowsContinueTokens) {
   EXPECT_EQ(sent[1].request.query_param("limit"), "1");
 }
 
+TEST(Client, ListWithAnItemFilterDecodesOnlyWhatItKeepsOfEachItem) {
+  Fixture f;
+  const json list = {
+      {"kind", "PodList"},
+      {"apiVersion", "v1"},
+      {"metadata", {{"resourceVersion", "100"}, {"continue", "t1"}}},
+      {"items",
+       {{{"metadata", {{"name", "a"}, {"managedFields", json::array({{{"manager", "m"}}})}}},
+         {"spec", {{"nodeName", "n1"}, {"volumes", json::array()}}}}}}};
+  f.transport->push_json(200, list);
+  FieldFilter filter;
+  filter.keep({"metadata", "name"}).keep({"spec", "nodeName"});
+  auto page = f.client().list(resources::pods(), "ns", {.limit = 1}, &filter);
+  ASSERT_TRUE(page) << page.error().to_string();
+  json expected = list;
+  expected["items"][0] = {{"metadata", {{"name", "a"}}}, {"spec", {{"nodeName", "n1"}}}};
+  EXPECT_EQ(*page, expected);
+  // A body that is not JSON is the same error with a filter as without one.
+  const std::string broken = R"({"items":[{"metadata":{"name":}]})";
+  f.transport->push_response(200, broken);
+  f.transport->push_response(200, broken);
+  auto filtered = f.client().list(resources::pods(), "ns", {}, &filter);
+  auto whole = f.client().list(resources::pods(), "ns", {});
+  ASSERT_FALSE(filtered);
+  ASSERT_FALSE(whole);
+  EXPECT_EQ(filtered.error().reason, ApiError::kDecodeError);
+  EXPECT_EQ(filtered.error().message, whole.error().message);
+}
+
 TEST(Client, ListAllReturnsExpiredContinueAsGone) {
   Fixture f;
   f.transport->push_json(200, {{"metadata", {{"continue", "t1"}}}, {"items", json::array()}});

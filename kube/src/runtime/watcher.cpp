@@ -89,7 +89,8 @@ std::optional<WatcherEvent> Watcher::step_list() {
   list_options.field_selector = options_.field_selector;
   if (options_.page_size > 0) list_options.limit = options_.page_size;
   list_options.continue_token = continue_token_;
-  auto page = client_.list(type_, options_.namespace_, list_options);
+  auto page = client_.list(type_, options_.namespace_, list_options,
+                           object_filter_ ? &*object_filter_ : nullptr);
   if (!page) {
     if (page.error().is_gone()) {
       // The continue token expired (default lifetime 5 min): start the list over.

@@ -21,9 +21,9 @@ namespace depl::controller {
 // compare decisions on whole and trimmed pods.
 void trim_cached_pod(nlohmann::json& pod);
 
-// What the pods informer decodes of each watched pod (WatcherOptions::prefilter): every member
-// trim_cached_pod reads, whoever owns the pod, so that trimming a pod decoded with it gives what
-// trimming the whole pod gives (the tests check this on many pods).
+// What the pods informer decodes of each listed or watched pod (WatcherOptions::prefilter): every
+// member trim_cached_pod reads, whoever owns the pod, so that trimming a pod decoded with it gives
+// what trimming the whole pod gives (the tests check this on many pods).
 kube::FieldFilter cached_pod_fields();
 
 }  // namespace depl::controller

@@ -16,6 +16,7 @@
 #include "depl/common/random.hpp"
 #include "depl/kube/api_error.hpp"
 #include "depl/kube/credentials.hpp"
+#include "depl/kube/field_filter.hpp"
 #include "depl/kube/http.hpp"
 #include "depl/kube/options.hpp"
 #include "depl/kube/rate_limiter.hpp"
@@ -72,9 +73,12 @@ class Client {
 
   Expected<nlohmann::json, ApiError> get(const ResourceType& type, std::string_view ns,
                                          std::string_view name, const GetOptions& options = {});
-  // The List object: items, metadata.resourceVersion, metadata.continue (when paging).
+  // The List object: items, metadata.resourceVersion, metadata.continue (when paging). With
+  // `item_filter`, each item is decoded with only what it keeps (field_filter.hpp); the List's
+  // own members are kept whole.
   Expected<nlohmann::json, ApiError> list(const ResourceType& type, std::string_view ns,
-                                          const ListOptions& options = {});
+                                          const ListOptions& options = {},
+                                          const FieldFilter* item_filter = nullptr);
   // All pages of a list (following `continue` with options.limit per page) merged into one
   // List object. A 410 on an expired continue token is returned as the error.
   Expected<nlohmann::json, ApiError> list_all(const ResourceType& type, std::string_view ns,
@@ -106,9 +110,10 @@ class Client {
   // Any request through credentials, rate limiting and retries; non-2xx responses are
   // returned as responses, not errors (e.g. /version, /healthz, discovery).
   Expected<HttpResponse, ApiError> send(HttpRequest request);
-  // Sends and converts: 2xx body parsed as JSON (null when `decode` is false, unparsed),
-  // otherwise ApiError from the Status body.
-  Expected<nlohmann::json, ApiError> send_json(HttpRequest request, bool decode = true);
+  // Sends and converts: 2xx body parsed as JSON (null when `decode` is false, unparsed; with
+  // `filter`, only what it keeps), otherwise ApiError from the Status body.
+  Expected<nlohmann::json, ApiError> send_json(HttpRequest request, bool decode = true,
+                                               const FieldFilter* filter = nullptr);
 
  private:
   struct Shared;

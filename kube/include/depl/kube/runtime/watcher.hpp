@@ -62,12 +62,12 @@ struct WatcherOptions {
   // drops them anyway (strip_managed_fields): they are not built only to be thrown away. Objects
   // from lists keep them; the cache's transform removes those.
   bool drop_managed_fields = false;
-  // Watch events' objects are built with only the members this keeps (field_filter.hpp): for a
-  // cache whose transform keeps a few fields of each object, what it would throw away is skipped
-  // while decoding instead of being built. It must keep at least what the transform reads; the
-  // watcher adds metadata.name, namespace and resourceVersion, which it and the store need.
-  // BOOKMARK and ERROR events and objects from lists are not filtered (the transform still runs
-  // on every object).
+  // Listed objects and those of watch events are built with only the members this keeps
+  // (field_filter.hpp): for a cache whose transform keeps a few fields of each object, what it
+  // would throw away is skipped while decoding instead of being built. It must keep at least what
+  // the transform reads; the watcher adds metadata.name, namespace and resourceVersion, which it
+  // and the store need. BOOKMARK and ERROR events are not filtered; the transform still runs on
+  // every object.
   std::optional<FieldFilter> prefilter;
 };
 
