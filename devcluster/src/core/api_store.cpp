@@ -1,4 +1,5 @@
-// ApiStore's public surface (locking and after-lock effects), reads, lists and watches.
+// ApiStore's public surface (locking and after-lock effects), reads, lists, watches and deletes;
+// the other writes are in store_write_path.cpp.
 #include "depl/devcluster/api_store.hpp"
 
 #include <fmt/format.h>
@@ -24,29 +25,6 @@ std::optional<PatchType> patch_type_from_content_type(std::string_view content_t
 }
 
 namespace {
-
-// Runs `operation` under the store lock, then hands out watch notifications and write records.
-template <typename F>
-auto locked(ApiStore::Impl& impl, F&& operation) {
-  PendingEffects effects;
-  std::function<void(const WriteRecord&)> recorder;
-  auto result = [&] {
-    std::lock_guard lock(impl.mutex);
-    auto r = operation();
-    effects = std::move(impl.pending);
-    impl.pending = {};
-    recorder = impl.recorder;
-    return r;
-  }();
-  std::set<WatchSubscription*> seen;
-  for (const auto& s : effects.notify) {
-    if (seen.insert(s.get()).second) s->notify();
-  }
-  if (recorder) {
-    for (const auto& r : effects.records) recorder(r);
-  }
-  return result;
-}
 
 struct ContinueToken {
   std::uint64_t rv = 0;
@@ -155,36 +133,6 @@ ApiResult ApiStore::get(const ResourceRef& ref) const {
 ApiResult ApiStore::list(const ResourceRef& ref, const ListOptions& options) const {
   std::lock_guard lock(impl_->mutex);
   return impl_->list(ref, options);
-}
-
-ApiResult ApiStore::create(const ResourceRef& ref, json body, const WriteOptions& options) {
-  return locked(*impl_, [&] {
-    // Held for the request: CRD writes may change the registry.
-    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
-    if (!type) return unknown_resource();
-    if (ref.subresource == "binding" && type->group.empty() && type->plural == "pods") {
-      return impl_->bind(*type, ref, std::move(body), options);
-    }
-    if (!ref.subresource.empty()) return method_not_supported(*type, "create");
-    return impl_->create(*type, ref, std::move(body), options);
-  });
-}
-
-ApiResult ApiStore::update(const ResourceRef& ref, json body, const WriteOptions& options) {
-  return locked(*impl_, [&] {
-    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
-    if (!type) return unknown_resource();
-    return impl_->update(*type, ref, std::move(body), options);
-  });
-}
-
-ApiResult ApiStore::patch(const ResourceRef& ref, PatchType patch_type, std::string_view body,
-                          const WriteOptions& options) {
-  return locked(*impl_, [&] {
-    const auto type = impl_->shared_type(ref.group, ref.version, ref.plural);
-    if (!type) return unknown_resource();
-    return impl_->patch(*type, ref, patch_type, body, options);
-  });
 }
 
 ApiResult ApiStore::remove(const ResourceRef& ref, const DeleteOptions& options) {

@@ -66,9 +66,16 @@ json with_pod_scheduled(const json& pod, const std::string& now) {
 
 }  // namespace
 
-ApiResult ApiStore::Impl::bind(const ResourceType& pods, const ResourceRef& ref, json binding,
-                               const WriteOptions& options) {
-  if (auto problem = check_kind("v1", "Binding", binding)) return *problem;
+PreparedWrite ApiStore::Impl::prepare_bind(const ResourceType& pods, const ResourceRef& ref,
+                                           const ObjectPtr& current, json binding,
+                                           const WriteOptions& options,
+                                           const std::string& now) const {
+  PreparedWrite out;
+  auto refuse = [&](ApiResult result) {
+    out.answer = std::move(result);
+    return std::move(out);
+  };
+  if (auto problem = check_kind("v1", "Binding", binding)) return refuse(std::move(*problem));
   const json& meta = binding["metadata"];
   const auto name = string_member(meta, "name");
   const auto ns = string_member(meta, "namespace");
@@ -78,39 +85,39 @@ ApiResult ApiStore::Impl::bind(const ResourceType& pods, const ResourceRef& ref,
                                      {"metadata.namespace", ns},
                                      {"metadata.uid", uid},
                                      {"metadata.resourceVersion", resource_version}}) {
-    if (!value) return undecodable(field, "a string");
+    if (!value) return refuse(undecodable(field, "a string"));
   }
   json annotations = meta.value("annotations", json::object());
   if (annotations.is_null()) annotations = json::object();
-  if (!annotations.is_object()) return undecodable("metadata.annotations", "an object");
+  if (!annotations.is_object()) return refuse(undecodable("metadata.annotations", "an object"));
   for (const auto& [key, value] : annotations.items()) {
-    if (!value.is_string()) return undecodable("metadata.annotations." + key, "a string");
+    if (!value.is_string()) return refuse(undecodable("metadata.annotations." + key, "a string"));
   }
   if (!ns->empty() && *ns != ref.ns) {
-    return bad_request(
-        "the namespace of the provided object does not match the namespace sent on the request");
+    return refuse(bad_request(
+        "the namespace of the provided object does not match the namespace sent on the request"));
   }
-  if (*name != ref.name) return bad_request("name in URL does not match name in Binding object");
+  if (*name != ref.name) {
+    return refuse(bad_request("name in URL does not match name in Binding object"));
+  }
   const json target = binding.value("target", json::object());
-  if (!target.is_object()) return undecodable("target", "an object");
+  if (!target.is_object()) return refuse(undecodable("target", "an object"));
   const auto target_kind = string_member(target, "kind");
   const auto node = string_member(target, "name");
-  if (!target_kind) return undecodable("target.kind", "a string");
-  if (!node) return undecodable("target.name", "a string");
+  if (!target_kind) return refuse(undecodable("target.kind", "a string"));
+  if (!node) return refuse(undecodable("target.name", "a string"));
   if (auto errors = target_problems(*target_kind, *node); !errors.empty()) {
-    return invalid("Binding", ref.name, "Binding", "", errors);
+    return refuse(invalid("Binding", ref.name, "Binding", "", errors));
   }
 
-  const std::string key = object_key(ref.ns, ref.name);
-  const ObjectPtr current = lookup(pods.storage_key, key);
-  if (!current) return not_found(pods.qualified_resource(), ref.name);
+  if (!current) return refuse(not_found(pods.qualified_resource(), ref.name));
   // An empty uid or resourceVersion in the Binding is no precondition.
   auto precondition = [](const std::string& value) {
     return value.empty() ? std::nullopt : std::optional<std::string>(value);
   };
   if (auto failed = check_preconditions(pods, ref, *current, precondition(*uid),
                                         precondition(*resource_version))) {
-    return *failed;
+    return refuse(std::move(*failed));
   }
   // Read only: the stored object itself (pods need no conversion).
   const ObjectPtr shown = present(pods, current);
@@ -120,38 +127,47 @@ ApiResult ApiStore::Impl::bind(const ResourceType& pods, const ResourceRef& ref,
   static const json::json_pointer kSchedulingGates("/spec/schedulingGates");
   // The registry's own refusals are conflicts on pods/binding, worded as it words them.
   if (pod.contains(kDeletionTimestamp)) {
-    return conflict("pods/binding", ref.name,
-                    fmt::format("pod {} is being deleted, cannot be assigned to a host", ref.name));
+    return refuse(
+        conflict("pods/binding", ref.name,
+                 fmt::format("pod {} is being deleted, cannot be assigned to a host", ref.name)));
   }
   const json assigned = pod.value(kNodeName, json());
   if (assigned.is_string() && !assigned.get<std::string>().empty()) {
-    return conflict("pods/binding", ref.name,
-                    fmt::format("pod {} is already assigned to node \"{}\"", ref.name,
-                                assigned.get<std::string>()));
+    return refuse(conflict("pods/binding", ref.name,
+                           fmt::format("pod {} is already assigned to node \"{}\"", ref.name,
+                                       assigned.get<std::string>())));
   }
   if (pod.contains(kSchedulingGates) && pod[kSchedulingGates].is_array() &&
       !pod[kSchedulingGates].empty()) {
-    return conflict("pods/binding", ref.name,
-                    fmt::format("pod {} has non-empty .spec.schedulingGates", ref.name));
+    return refuse(conflict("pods/binding", ref.name,
+                           fmt::format("pod {} has non-empty .spec.schedulingGates", ref.name)));
   }
 
+  out.answer = ApiResult{201,
+                         {{"kind", "Status"},
+                          {"apiVersion", "v1"},
+                          {"metadata", json::object()},
+                          {"status", "Success"},
+                          {"code", 201}},
+                         {}};
+  if (options.dry_run) return out;
   json next = pod;
   next["spec"]["nodeName"] = *node;
   for (const auto& [k, v] : annotations.items()) next["metadata"]["annotations"][k] = v;
-  next["status"]["conditions"] = with_pod_scheduled(pod, now_text());
-  const ApiResult bound{201,
-                        {{"kind", "Status"},
-                         {"apiVersion", "v1"},
-                         {"metadata", json::object()},
-                         {"status", "Success"},
-                         {"code", 201}},
-                        {}};
-  if (options.dry_run) return bound;
-  json stored = to_storage(pods, std::move(next));
+  next["status"]["conditions"] = with_pod_scheduled(pod, now);
+  out.kind = PreparedWrite::Kind::Replace;
+  out.object = std::move(next);
+  return out;
+}
+
+void ApiStore::Impl::commit_bind(const ResourceType& pods, const ResourceRef& ref,
+                                 const ObjectPtr& current, PreparedWrite& prepared,
+                                 const WriteOptions& options) {
+  json stored = to_storage(pods, std::move(prepared.object));
   set_rv(stored, next_rv());
-  put(pods.storage_key, key, std::make_shared<const json>(std::move(stored)), current);
+  put(pods.storage_key, object_key(ref.ns, ref.name),
+      std::make_shared<const json>(std::move(stored)), current);
   record_write("create", pods, ref, default_manager(options), options.user_agent, 201);
-  return bound;
 }
 
 }  // namespace depl::devcluster

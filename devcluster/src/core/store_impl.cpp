@@ -112,7 +112,7 @@ ObjectPtr ApiStore::Impl::lookup(const std::string& storage_key, const std::stri
   return it == s->second.end() ? nullptr : it->second;
 }
 
-ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& stored) const {
+ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& stored) {
   if (!stored) return stored;
   if (type.group == "events.k8s.io")
     return std::make_shared<const json>(event_to_events_v1(*stored));
@@ -130,7 +130,7 @@ ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& sto
   return stored;
 }
 
-json ApiStore::Impl::to_storage(const ResourceType& type, json object) const {
+json ApiStore::Impl::to_storage(const ResourceType& type, json object) {
   if (type.group == "events.k8s.io") return events_v1_to_event(object);
   return object;
 }

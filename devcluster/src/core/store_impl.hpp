@@ -1,5 +1,7 @@
 // Internal state of ApiStore, shared by the files that implement it (reads and watches, writes,
-// deletion and garbage collection). Every member function here runs with `mutex` held.
+// deletion and garbage collection). Every member function here runs with `mutex` held, except
+// the static ones and the const `prepare_*` functions: those read only their arguments and
+// immutable configuration, so writes run them with the lock released (store_write_path.cpp).
 #pragma once
 
 #include <deque>
@@ -40,6 +42,29 @@ struct Watcher {
 struct PendingEffects {
   std::vector<std::shared_ptr<WatchSubscription>> notify;
   std::vector<WriteRecord> records;
+};
+
+// What a write request comes to, computed from the object as it was when the request read it
+// (`current`, possibly null): an answer without a write (errors, no-ops, dry runs), the object that
+// replaces `current`, or an object to create (a PUT or apply to a missing object).
+struct PreparedWrite {
+  enum class Kind { Answer, Replace, Create };
+  Kind kind = Kind::Answer;
+  ApiResult answer;         // Answer; Replace on pods/binding (its Success Status)
+  nlohmann::json object;    // Replace: the next object (client form); Create: the request's body
+  bool finalized = false;   // Replace: the last finalizer goes, so the write is the deletion
+  bool from_apply = false;  // Create
+  std::vector<std::string> warnings;
+};
+
+// A create computed before the lock (prepare_create): everything but what depends on the store's
+// state (namespace, name taken, uid, creationTimestamp, resourceVersion).
+struct PreparedCreate {
+  std::optional<ApiResult> answer;   // an error found before the store's state is looked at
+  std::optional<ApiResult> refusal;  // admission's error, reported after the state's errors
+  nlohmann::json object;             // client form, without uid and creationTimestamp
+  std::string name;
+  std::vector<std::string> warnings;
 };
 
 struct ApiStore::Impl {
@@ -88,10 +113,10 @@ struct ApiStore::Impl {
   }
   ObjectPtr lookup(const std::string& storage_key, const std::string& key) const;
   // Storage form -> what clients of `type` see (events.k8s.io conversion, CR apiVersion,
-  // defaults of the CR schema).
-  ObjectPtr present(const ResourceType& type, const ObjectPtr& stored) const;
-  // Client form -> storage form.
-  nlohmann::json to_storage(const ResourceType& type, nlohmann::json object) const;
+  // defaults of the CR schema). Needs no lock.
+  static ObjectPtr present(const ResourceType& type, const ObjectPtr& stored);
+  // Client form -> storage form. Needs no lock.
+  static nlohmann::json to_storage(const ResourceType& type, nlohmann::json object);
 
   // Writes with history, watch fan-out and indexes. `object` must carry its new RV already.
   void put(const std::string& storage_key, const std::string& key, ObjectPtr object,
@@ -108,26 +133,56 @@ struct ApiStore::Impl {
                                                                 const WatchOptions& options);
 
   // ---- writes (store_writes.cpp) ----
+  // The whole create with the lock held: generated names, Services' cluster IPs, client-sent
+  // managedFields, and creates a PUT or an apply turned into.
   ApiResult create(const ResourceType& type, const ResourceRef& ref, nlohmann::json body,
                    const WriteOptions& options, bool from_apply = false);
-  ApiResult update(const ResourceType& type, const ResourceRef& ref, nlohmann::json body,
-                   const WriteOptions& options);
-  ApiResult patch(const ResourceType& type, const ResourceRef& ref, PatchType patch_type,
-                  std::string_view body, const WriteOptions& options);
+  // Whether prepare_create may compute `body`'s create before the lock (create() otherwise).
+  static bool can_prepare_create(const ResourceType& type, const nlohmann::json& body);
+  // The part of create() that needs no store state, for a body can_prepare_create accepts.
+  PreparedCreate prepare_create(const ResourceType& type, const ResourceRef& ref,
+                                nlohmann::json body, const WriteOptions& options,
+                                const std::string& now) const;
+  // The rest of create() (lock held): the same answer create() gives for the same body.
+  ApiResult commit_create(const ResourceType& type, const ResourceRef& ref, PreparedCreate prepared,
+                          const WriteOptions& options, const std::string& now, ObjectPtr& created);
+  PreparedWrite prepare_update(const ResourceType& type, const ResourceRef& ref,
+                               const ObjectPtr& current, nlohmann::json body,
+                               const WriteOptions& options, const std::string& now) const;
+  // `patch` is the parsed request body, or the error its parsing gave.
+  PreparedWrite prepare_patch(const ResourceType& type, const ResourceRef& ref,
+                              const ObjectPtr& current, PatchType patch_type,
+                              const Expected<nlohmann::json, ApiResult>& patch,
+                              const WriteOptions& options, const std::string& now) const;
   // The shared tail of update and patch: `next` is the client-form object the request wants.
-  ApiResult write_update(const ResourceType& type, const ResourceRef& ref, const ObjectPtr& current,
-                         nlohmann::json next, const WriteOptions& options, bool check_rv,
-                         bool managed_fields_done);
+  PreparedWrite prepare_replace(const ResourceType& type, const ResourceRef& ref,
+                                const ObjectPtr& current, nlohmann::json next,
+                                const WriteOptions& options, bool check_rv,
+                                bool managed_fields_done, const std::string& now) const;
+  // Stores a Replace of update/patch over `current` (which must still be stored); returns the
+  // stored object.
+  ObjectPtr commit_replace(const ResourceType& type, const ResourceRef& ref,
+                           const ObjectPtr& current, PreparedWrite& prepared,
+                           const WriteOptions& options);
+  // A PreparedWrite of update/patch carried out with the lock held since `current` was read.
+  ApiResult finish_locked(const ResourceType& type, const ResourceRef& ref,
+                          const ObjectPtr& current, PreparedWrite prepared,
+                          const WriteOptions& options);
   // Pruning, defaulting and validation of custom resources and CRDs, validation of the built-in
   // kinds builtin_validation.hpp checks; nullopt when fine.
-  std::optional<ApiResult> admit(const ResourceType& type, nlohmann::json& object,
-                                 const WriteOptions& options, std::vector<std::string>& warnings);
+  static std::optional<ApiResult> admit(const ResourceType& type, nlohmann::json& object,
+                                        const WriteOptions& options,
+                                        std::vector<std::string>& warnings);
   void after_write(const ResourceType& type, const nlohmann::json& object, bool deleted);
 
   // ---- pods/binding (store_binding.cpp) ----
-  // `pods` is the core/v1 pods type; `binding` the request body (a v1 Binding).
-  ApiResult bind(const ResourceType& pods, const ResourceRef& ref, nlohmann::json binding,
-                 const WriteOptions& options);
+  // `pods` is the core/v1 pods type; `binding` the request body (a v1 Binding). A Replace
+  // carries the Success Status to answer once committed.
+  PreparedWrite prepare_bind(const ResourceType& pods, const ResourceRef& ref,
+                             const ObjectPtr& current, nlohmann::json binding,
+                             const WriteOptions& options, const std::string& now) const;
+  void commit_bind(const ResourceType& pods, const ResourceRef& ref, const ObjectPtr& current,
+                   PreparedWrite& prepared, const WriteOptions& options);
 
   // ---- deletion and garbage collection (store_delete.cpp) ----
   ApiResult remove(const ResourceType& type, const ResourceRef& ref, const DeleteOptions& options);
@@ -147,6 +202,29 @@ struct ApiStore::Impl {
   void record_write(const std::string& verb, const ResourceType& type, const ResourceRef& ref,
                     const std::string& manager, const std::string& user_agent, int code);
 };
+
+// Runs `operation` under the store lock, then hands out watch notifications and write records.
+template <typename F>
+auto locked(ApiStore::Impl& impl, F&& operation) {
+  PendingEffects effects;
+  std::function<void(const WriteRecord&)> recorder;
+  auto result = [&] {
+    std::lock_guard lock(impl.mutex);
+    auto r = operation();
+    effects = std::move(impl.pending);
+    impl.pending = {};
+    recorder = impl.recorder;
+    return r;
+  }();
+  std::set<WatchSubscription*> seen;
+  for (const auto& s : effects.notify) {
+    if (seen.insert(s.get()).second) s->notify();
+  }
+  if (recorder) {
+    for (const auto& r : effects.records) recorder(r);
+  }
+  return result;
+}
 
 // Errors shared by the implementation files.
 ApiResult unknown_resource();

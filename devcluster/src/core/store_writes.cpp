@@ -11,11 +11,6 @@
 #include "depl/devcluster/structural_schema.hpp"
 #include "store_impl.hpp"
 
-#if __has_include("depl/common/yaml_json.hpp")
-#include "depl/common/yaml_json.hpp"
-#define DEPL_DEVCLUSTER_HAVE_YAML 1
-#endif
-
 namespace depl::devcluster {
 
 using nlohmann::json;
@@ -285,46 +280,184 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   return ApiResult{201, *present(type, latest ? latest : object), warnings};
 }
 
-ApiResult ApiStore::Impl::update(const ResourceType& type, const ResourceRef& ref, json body,
-                                 const WriteOptions& options) {
+bool ApiStore::Impl::can_prepare_create(const ResourceType& type, const json& body) {
+  // Services take their cluster IP from the store, and a generated name is picked under the lock.
+  // A client's managedFields entries may own fields the store sets under the lock (uid,
+  // creationTimestamp), which must be there when the entries are tracked. A body create() answers
+  // with an error right away gains nothing either.
+  if (type.group.empty() && type.plural == "services") return false;
+  if (!body.is_object()) return false;
+  const auto meta = body.find("metadata");
+  if (meta == body.end() || !meta->is_object() || meta->contains("managedFields")) return false;
+  const auto name = meta->find("name");
+  return name != meta->end() && name->is_string() && !name->get_ref<const std::string&>().empty();
+}
+
+PreparedCreate ApiStore::Impl::prepare_create(const ResourceType& type, const ResourceRef& ref,
+                                              json body, const WriteOptions& options,
+                                              const std::string& now) const {
+  // create() step by step, leaving out what needs the store's state.
+  PreparedCreate out;
+  if (auto problem = check_kind(type.api_version(), type.kind, body)) {
+    out.answer = std::move(*problem);
+    return out;
+  }
+  json& meta = body["metadata"];
+  if (type.namespaced) {
+    std::string body_ns = meta.value("namespace", "");
+    if (ref.ns.empty()) {
+      out.answer = bad_request("the namespace of the object must be set in the URL");
+      return out;
+    }
+    if (!body_ns.empty() && body_ns != ref.ns) {
+      out.answer = bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request");
+      return out;
+    }
+    meta["namespace"] = ref.ns;
+  } else {
+    meta.erase("namespace");
+  }
+  out.name = meta.value("name", "");  // not empty: can_prepare_create
+  const std::string& name = out.name;
+  if (!ref.name.empty() && ref.name != name) {
+    out.answer = bad_request(fmt::format(
+        "the name of the object ({}) does not match the name on the URL ({})", name, ref.name));
+    return out;
+  }
+  if (auto problem = name_problem(name); problem && type.plural != "events") {
+    out.answer = invalid(type.qualified_kind(), name, type.kind, type.group,
+                         {{"FieldValueInvalid", "metadata.name",
+                           fmt::format("Invalid value: \"{}\": {}", name, *problem)}});
+    return out;
+  }
+  // Here create() looks at the namespace and whether the name is taken (commit_create).
+  std::uint32_t no_cluster_ip = 0;  // not a Service (can_prepare_create)
+  apply_builtin_defaults(type, body, no_cluster_ip);
+  if (auto problem = admit(type, body, options, out.warnings)) {
+    out.refusal = std::move(*problem);
+    return out;
+  }
+  json& owned = body["metadata"];
+  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "selfLink"}) {
+    owned.erase(k);
+  }
+  // uid and creationTimestamp come under the lock; the fields they are are no manager's.
+  owned["generation"] = 1;
+  track_update(json(), body, default_manager(options), apply_context(type, false), now);
+  if (type.plural == "customresourcedefinitions" && type.group == "apiextensions.k8s.io") {
+    body.erase("status");
+  }
+  out.object = std::move(body);
+  return out;
+}
+
+ApiResult ApiStore::Impl::commit_create(const ResourceType& type, const ResourceRef& ref,
+                                        PreparedCreate prepared, const WriteOptions& options,
+                                        const std::string& now, ObjectPtr& created) {
+  if (prepared.answer) return std::move(*prepared.answer);
+  const std::string& name = prepared.name;
+  if (type.namespaced) {
+    ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
+    if (!ns) return not_found("namespaces", ref.ns);
+    static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+    if (ns->contains(kDeletionTimestamp)) {
+      return status_error(
+          403, "Forbidden",
+          fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
+                      "because it is being terminated",
+                      type.qualified_resource(), name, ref.ns),
+          {{"name", name}, {"kind", type.plural}});
+    }
+  }
+  std::string key = object_key(type.namespaced ? ref.ns : "", name);
+  if (lookup(type.storage_key, key)) return already_exists(type.qualified_resource(), name);
+  if (prepared.refusal) return std::move(*prepared.refusal);
+  json& owned = prepared.object["metadata"];
+  owned["uid"] = new_uid();
+  owned["creationTimestamp"] = now;
+  if (options.dry_run) {
+    created = std::make_shared<const json>(std::move(prepared.object));
+    return ApiResult{201, nullptr, std::move(prepared.warnings)};
+  }
+  json stored = to_storage(type, std::move(prepared.object));
+  set_rv(stored, next_rv());
+  auto object = std::make_shared<const json>(std::move(stored));
+  put(type.storage_key, key, object, nullptr);
+  after_write(type, *object, false);
+  ResourceRef written = ref;
+  written.name = name;
+  record_write("create", type, written, default_manager(options), options.user_agent, 201);
+  // As in create(): new dependents of owners that are gone already are deleted right away.
+  std::vector<std::string> owner_uids;
+  static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
+  if (object->contains(kOwnerReferences)) {
+    for (const auto& r : (*object)[kOwnerReferences]) {
+      if (r.is_object()) owner_uids.push_back(r.value("uid", ""));
+    }
+  }
+  if (!owner_uids.empty()) collect_garbage(owner_uids, {}, {});
+  ObjectPtr latest = lookup(type.storage_key, key);
+  created = latest ? latest : object;
+  return ApiResult{201, nullptr, std::move(prepared.warnings)};
+}
+
+namespace {
+
+PreparedWrite answer(ApiResult result) {
+  PreparedWrite out;
+  out.answer = std::move(result);
+  return out;
+}
+
+}  // namespace
+
+PreparedWrite ApiStore::Impl::prepare_update(const ResourceType& type, const ResourceRef& ref,
+                                             const ObjectPtr& current, json body,
+                                             const WriteOptions& options,
+                                             const std::string& now) const {
   bool status_endpoint = ref.subresource == "status";
   if (!ref.subresource.empty() && !(status_endpoint && type.has_status_subresource)) {
-    return unknown_resource();
+    return answer(unknown_resource());
   }
-  if (auto problem = check_kind(type.api_version(), type.kind, body)) return *problem;
+  if (auto problem = check_kind(type.api_version(), type.kind, body)) return answer(*problem);
   std::string body_name = body["metadata"].value("name", "");
   if (body_name != ref.name) {
-    return bad_request(
+    return answer(bad_request(
         fmt::format("the name of the object ({}) does not match the name on the URL ({})",
-                    body_name, ref.name));
+                    body_name, ref.name)));
   }
   if (type.namespaced) {
     std::string body_ns = body["metadata"].value("namespace", "");
     if (!body_ns.empty() && body_ns != ref.ns) {
-      return bad_request(
-          "the namespace of the provided object does not match the namespace sent on the request");
+      return answer(bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request"));
     }
   }
-  ObjectPtr current = lookup(type.storage_key, object_key(type.namespaced ? ref.ns : "", ref.name));
   if (!current) {
     if (type.allow_create_on_update && !status_endpoint) {
       body["metadata"].erase("resourceVersion");
-      return create(type, ref, std::move(body), options);
+      PreparedWrite out;
+      out.kind = PreparedWrite::Kind::Create;
+      out.object = std::move(body);
+      return out;
     }
-    return not_found(type.qualified_resource(), ref.name);
+    return answer(not_found(type.qualified_resource(), ref.name));
   }
   if (!body["metadata"].contains("resourceVersion") && !type.allow_unconditional_update) {
-    return invalid(type.qualified_kind(), ref.name, type.kind, type.group,
-                   {{"FieldValueInvalid", "metadata.resourceVersion",
-                     "Invalid value: 0x0: must be specified for an update"}});
+    return answer(invalid(type.qualified_kind(), ref.name, type.kind, type.group,
+                          {{"FieldValueInvalid", "metadata.resourceVersion",
+                            "Invalid value: 0x0: must be specified for an update"}}));
   }
-  return write_update(type, ref, current, std::move(body), options, true, false);
+  return prepare_replace(type, ref, current, std::move(body), options, true, false, now);
 }
 
-ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceRef& ref,
-                                       const ObjectPtr& current, json next,
-                                       const WriteOptions& options, bool check_rv,
-                                       bool managed_fields_done) {
+PreparedWrite ApiStore::Impl::prepare_replace(const ResourceType& type, const ResourceRef& ref,
+                                              const ObjectPtr& current, json next,
+                                              const WriteOptions& options, bool check_rv,
+                                              bool managed_fields_done,
+                                              const std::string& now) const {
   bool status_endpoint = ref.subresource == "status";
   // Read only: often the stored object itself.
   const ObjectPtr shown = present(type, current);
@@ -333,9 +466,9 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
   if (check_rv && next.contains(kResourceVersion)) {
     const json& wanted = next[kResourceVersion];
     if (!wanted.is_string() || wanted != before["metadata"]["resourceVersion"]) {
-      return conflict(type.qualified_resource(), ref.name,
-                      "the object has been modified; please apply your changes to the latest "
-                      "version and try again");
+      return answer(conflict(type.qualified_resource(), ref.name,
+                             "the object has been modified; please apply your changes to the "
+                             "latest version and try again"));
     }
   }
   // What each endpoint may change.
@@ -392,141 +525,158 @@ ApiResult ApiStore::Impl::write_update(const ResourceType& type, const ResourceR
         if (!list.empty()) list.append(", ");
         list.append(fmt::format("\"{}\"", f));
       }
-      return invalid(type.qualified_kind(), ref.name, type.kind, type.group,
-                     {{"FieldValueForbidden", "metadata.finalizers",
-                       fmt::format("Forbidden: no new finalizers can be added if the object is "
-                                   "being deleted, found new finalizers []string{{{}}}",
-                                   list)}});
+      return answer(invalid(type.qualified_kind(), ref.name, type.kind, type.group,
+                            {{"FieldValueForbidden", "metadata.finalizers",
+                              fmt::format("Forbidden: no new finalizers can be added if the "
+                                          "object is being deleted, found new finalizers "
+                                          "[]string{{{}}}",
+                                          list)}}));
     }
   }
-  std::vector<std::string> warnings;
-  if (auto problem = admit(type, next, options, warnings)) return *problem;
+  PreparedWrite out;
+  if (auto problem = admit(type, next, options, out.warnings)) return answer(*problem);
   if (!same_spec(next, before, type.has_status_subresource)) {
     next["metadata"]["generation"] = before["metadata"].value("generation", 1) + 1;
   }
   if (!managed_fields_done) {
-    track_update(before, next, default_manager(options), apply_context(type, status_endpoint),
-                 now_text());
+    track_update(before, next, default_manager(options), apply_context(type, status_endpoint), now);
   }
   // The update that removes the last finalizer of an object being deleted is its deletion. A pod
   // in its grace period has a deletionTimestamp and no finalizers: updating it (the kubelet's
   // status, a label) keeps it until the kubelet deletes it with grace period 0.
-  bool finalized = old_meta.contains("deletionTimestamp") && !finalizers_of(before).empty() &&
-                   finalizers_of(next).empty();
-  if (same_apart_from_bookkeeping(next, before) && !finalized) {
-    return ApiResult{200, before, warnings};  // no-op: no new resourceVersion, no event
+  out.finalized = old_meta.contains("deletionTimestamp") && !finalizers_of(before).empty() &&
+                  finalizers_of(next).empty();
+  if (same_apart_from_bookkeeping(next, before) && !out.finalized) {
+    // No-op: no new resourceVersion, no event.
+    out.answer = ApiResult{200, before, std::move(out.warnings)};
+    return out;
   }
-  if (options.dry_run) return ApiResult{200, std::move(next), warnings};
-  json stored = to_storage(type, std::move(next));
+  if (options.dry_run) {
+    out.answer = ApiResult{200, std::move(next), std::move(out.warnings)};
+    return out;
+  }
+  out.kind = PreparedWrite::Kind::Replace;
+  out.object = std::move(next);
+  return out;
+}
+
+ObjectPtr ApiStore::Impl::commit_replace(const ResourceType& type, const ResourceRef& ref,
+                                         const ObjectPtr& current, PreparedWrite& prepared,
+                                         const WriteOptions& options) {
+  json stored = to_storage(type, std::move(prepared.object));
   set_rv(stored, next_rv());
   auto object = std::make_shared<const json>(std::move(stored));
   std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
-  if (finalized) {
+  static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+  if (prepared.finalized) {
     // The last finalizer went: the update is the deletion (one DELETED event).
     remove_with(type.storage_key, key, object);
   } else {
     put(type.storage_key, key, object, current);
     after_write(type, *object, false);
-    if (old_meta.contains("deletionTimestamp")) {
+    if (current->contains(kDeletionTimestamp)) {
       static const json::json_pointer kUid("/metadata/uid");
       collect_garbage({}, {object->value(kUid, std::string())}, {});
     }
   }
-  record_write(status_endpoint ? "update-status" : "update", type, ref, default_manager(options),
-               options.user_agent, 200);
-  return ApiResult{200, *present(type, object), warnings};
+  record_write(ref.subresource == "status" ? "update-status" : "update", type, ref,
+               default_manager(options), options.user_agent, 200);
+  return object;
 }
 
-ApiResult ApiStore::Impl::patch(const ResourceType& type, const ResourceRef& ref,
-                                PatchType patch_type, std::string_view body,
-                                const WriteOptions& options) {
+ApiResult ApiStore::Impl::finish_locked(const ResourceType& type, const ResourceRef& ref,
+                                        const ObjectPtr& current, PreparedWrite prepared,
+                                        const WriteOptions& options) {
+  switch (prepared.kind) {
+    case PreparedWrite::Kind::Answer:
+      break;
+    case PreparedWrite::Kind::Create:
+      return create(type, ref, std::move(prepared.object), options, prepared.from_apply);
+    case PreparedWrite::Kind::Replace: {
+      ObjectPtr stored = commit_replace(type, ref, current, prepared, options);
+      return ApiResult{200, *present(type, stored), std::move(prepared.warnings)};
+    }
+  }
+  return std::move(prepared.answer);
+}
+
+PreparedWrite ApiStore::Impl::prepare_patch(const ResourceType& type, const ResourceRef& ref,
+                                            const ObjectPtr& current, PatchType patch_type,
+                                            const Expected<json, ApiResult>& patch,
+                                            const WriteOptions& options,
+                                            const std::string& now) const {
   bool status_endpoint = ref.subresource == "status";
   if (!ref.subresource.empty() && !(status_endpoint && type.has_status_subresource)) {
-    return unknown_resource();
+    return answer(unknown_resource());
   }
-  json patch;
-  if (patch_type == PatchType::Apply) {
-    patch = json::parse(body, nullptr, false);
-    if (patch.is_discarded()) {
-#ifdef DEPL_DEVCLUSTER_HAVE_YAML
-      auto parsed = yaml_to_json(body);
-      if (!parsed) {
-        return bad_request(fmt::format("error decoding YAML: {}", parsed.error().message));
-      }
-      patch = std::move(*parsed);
-#else
-      return bad_request("apply patch body must be JSON (YAML support is not built in)");
-#endif
-    }
-  } else {
-    patch = json::parse(body, nullptr, false);
-    if (patch.is_discarded()) {
-      return bad_request("error decoding patch: the body is not valid JSON");
-    }
-  }
-  std::string key = object_key(type.namespaced ? ref.ns : "", ref.name);
-  ObjectPtr current = lookup(type.storage_key, key);
+  if (!patch) return answer(patch.error());
   if (patch_type == PatchType::Apply) {
     std::string manager = options.field_manager;
     if (manager.empty()) {
-      return invalid(
+      return answer(invalid(
           "PatchOptions.meta.k8s.io", "", "PatchOptions", "meta.k8s.io",
-          {{"FieldValueRequired", "fieldManager", "Required value: is required for apply patch"}});
+          {{"FieldValueRequired", "fieldManager", "Required value: is required for apply patch"}}));
     }
-    json config = std::move(patch);
-    if (auto problem = check_kind(type.api_version(), type.kind, config)) return *problem;
+    json config = *patch;
+    if (auto problem = check_kind(type.api_version(), type.kind, config)) return answer(*problem);
     if (config["metadata"].value("name", "") != ref.name) {
-      return bad_request(
-          fmt::format("the name of the object ({}) does not match the name on the URL ({})",
-                      config["metadata"].value("name", ""), ref.name));
+      return answer(
+          bad_request(fmt::format("the name of the object ({}) does not match the name on the URL "
+                                  "({})",
+                                  config["metadata"].value("name", ""), ref.name)));
     }
     ApplyContext context = apply_context(type, status_endpoint);
     const ObjectPtr live = current ? present(type, current) : nullptr;
-    auto outcome = server_side_apply(live ? *live : json(), config, manager, options.force, context,
-                                     now_text());
-    if (!outcome) return outcome.error();
+    auto outcome =
+        server_side_apply(live ? *live : json(), config, manager, options.force, context, now);
+    if (!outcome) return answer(outcome.error());
     if (!current) {
-      if (status_endpoint) return not_found(type.qualified_resource(), ref.name);
-      return create(type, ref, std::move(outcome->object), options, true);
+      if (status_endpoint) return answer(not_found(type.qualified_resource(), ref.name));
+      PreparedWrite out;
+      out.kind = PreparedWrite::Kind::Create;
+      out.object = std::move(outcome->object);
+      out.from_apply = true;
+      return out;
     }
-    return write_update(type, ref, current, std::move(outcome->object), options, true, true);
+    return prepare_replace(type, ref, current, std::move(outcome->object), options, true, true,
+                           now);
   }
-  if (!current) return not_found(type.qualified_resource(), ref.name);
+  if (!current) return answer(not_found(type.qualified_resource(), ref.name));
   const ObjectPtr shown = present(type, current);
   const json& live = *shown;
   json next;
   switch (patch_type) {
     case PatchType::Merge:
-      if (!patch.is_object()) return bad_request("merge patch must be a JSON object");
-      next = apply_merge_patch(live, patch);
+      if (!patch->is_object()) return answer(bad_request("merge patch must be a JSON object"));
+      next = apply_merge_patch(live, *patch);
       break;
     case PatchType::Json: {
-      auto patched = apply_json_patch(live, patch);
-      if (!patched) return status_error(422, "Invalid", patched.error().message);
+      auto patched = apply_json_patch(live, *patch);
+      if (!patched) return answer(status_error(422, "Invalid", patched.error().message));
       next = std::move(*patched);
       break;
     }
     case PatchType::Strategic: {
       if (type.custom) {
-        return status_error(415, "UnsupportedMediaType",
-                            "the body of the request was in an unknown format - accepted media "
-                            "types include: application/json-patch+json, "
-                            "application/merge-patch+json, application/apply-patch+yaml");
+        return answer(status_error(415, "UnsupportedMediaType",
+                                   "the body of the request was in an unknown format - accepted "
+                                   "media types include: application/json-patch+json, "
+                                   "application/merge-patch+json, application/apply-patch+yaml"));
       }
-      auto patched = apply_strategic_merge_patch(live, patch);
-      if (!patched) return bad_request(patched.error().message);
+      auto patched = apply_strategic_merge_patch(live, *patch);
+      if (!patched) return answer(bad_request(patched.error().message));
       next = std::move(*patched);
       break;
     }
     case PatchType::Apply:
       break;
   }
-  if (!next.is_object()) return bad_request("the patched object is not a JSON object");
-  if (auto problem = check_kind(type.api_version(), type.kind, next)) return *problem;
+  if (!next.is_object()) return answer(bad_request("the patched object is not a JSON object"));
+  if (auto problem = check_kind(type.api_version(), type.kind, next)) return answer(*problem);
   if (next["metadata"].value("name", "") != ref.name) {
-    return bad_request("the name of the patched object does not match the name on the URL");
+    return answer(bad_request("the name of the patched object does not match the name on the URL"));
   }
-  return write_update(type, ref, current, std::move(next), options, true, false);
+  return prepare_replace(type, ref, current, std::move(next), options, true, false, now);
 }
 
 void ApiStore::Impl::after_write(const ResourceType& type, const json& object, bool deleted) {

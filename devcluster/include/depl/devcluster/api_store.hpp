@@ -4,10 +4,15 @@
 // watches).
 //
 // Thread-safety: every public member may be called from any thread. One internal mutex
-// serialises all reads and writes (so every operation sees and produces a consistent state);
-// watch events are queued into WatchSubscriptions under that lock and their notifiers are called
-// after it is released, so a notifier (or a consumer thread) may call back into the store.
-// Write hooks are also called after the lock is released.
+// serialises all reads and every change (so every operation sees and produces a consistent
+// state). Create, update, patch and pods/binding compute the object they write (patching,
+// defaults, validation, managedFields) with the mutex released, from the object as they read it,
+// and take the mutex again to store it only if that object (and its type) is still the stored
+// one; otherwise they compute it again with the mutex held. ResourceVersions, watch events and
+// write records follow the order in which writes are stored. Watch events are queued into
+// WatchSubscriptions under the mutex and their notifiers are called after it is released, so a
+// notifier (or a consumer thread) may call back into the store. Write hooks are also called after
+// the mutex is released.
 #pragma once
 
 #include <chrono>
@@ -126,6 +131,10 @@ struct StoreOptions {
   bool graceful_pod_deletion = false;
   // Seed for uids and generateName suffixes.
   std::uint64_t seed = 1;
+  // Test seam: called with the store unlocked when a create, update, patch or pods/binding has
+  // computed its write from the state it read and is about to store it; a write the callback
+  // makes to the same object sends the first one round again (with the lock held throughout).
+  std::function<void(const ResourceRef&)> before_commit;
 };
 
 class ApiStore {
