@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -207,6 +208,16 @@ json build(const std::set<Path>& paths) {
   return set;
 }
 
+// The JSON value a "k:" or "v:" path element names. Parsed once per thread: every write looks up
+// the same few list items (containers, env, conditions) again, and parsing is most of the cost.
+const json& element_value(const std::string& element) {
+  thread_local std::unordered_map<std::string, json> parsed;
+  auto it = parsed.find(element);
+  if (it != parsed.end()) return it->second;
+  if (parsed.size() >= 4096) parsed.clear();  // keys come from clients: keep it bounded
+  return parsed.emplace(element, json::parse(element.substr(2), nullptr, false)).first->second;
+}
+
 // Finds the child of `node` addressed by a path element; nullptr if absent.
 json* child(json& node, const std::string& element) {
   if (element.rfind("f:", 0) == 0) {
@@ -216,7 +227,7 @@ json* child(json& node, const std::string& element) {
   }
   if (element.rfind("k:", 0) == 0 || element.rfind("v:", 0) == 0) {
     if (!node.is_array()) return nullptr;
-    json wanted = json::parse(element.substr(2), nullptr, false);
+    const json& wanted = element_value(element);
     if (wanted.is_discarded()) return nullptr;
     for (auto& item : node) {
       if (element[0] == 'v') {
@@ -450,19 +461,33 @@ bool in_written_form(const json& m) {
   return m.size() == (has_subresource ? 7u : 6u) && tree_in_written_form(*fields);
 }
 
+// Whether a path in `paths` starts with `prefix` (they follow it in order).
+bool any_under(const std::set<Path>& paths, const Path& prefix) {
+  auto it = paths.lower_bound(prefix);
+  return it != paths.end() && has_prefix(*it, prefix);
+}
+
 // The fields of `fields` (a FieldsV1 tree in written form, at `path`) that track_update takes
 // from their manager: those that changed, unless the manager made the change (`own`), and those
 // `after` neither sets nor holds any more. `value` is the node of `after` at `path`, if any.
+// `in_sets`: whether `now` or `changed` may hold paths under `path` (else only `after` counts:
+// a status write sets nothing outside the status).
 void find_lost_fields(const json& fields, const json* value, Path& path, const std::set<Path>& now,
-                      const std::set<Path>& changed, bool own, std::vector<Path>& lost) {
+                      const std::set<Path>& changed, bool own, std::vector<Path>& lost,
+                      bool in_sets = true) {
   for (auto it = fields.begin(); it != fields.end(); ++it) {
     const bool self = it.key() == ".";
     const json* node = self || !value ? value : child(const_cast<json&>(*value), it.key());
     path.push_back(it.key());
     if (self || it->empty()) {
-      if (changed.count(path) ? !own : !node && !now.count(path)) lost.push_back(path);
+      if (!in_sets) {
+        if (!node) lost.push_back(path);
+      } else if (changed.count(path) ? !own : !node && !now.count(path)) {
+        lost.push_back(path);
+      }
     } else {
-      find_lost_fields(*it, node, path, now, changed, own, lost);
+      find_lost_fields(*it, node, path, now, changed, own, lost,
+                       in_sets && (any_under(now, path) || any_under(changed, path)));
     }
     path.pop_back();
   }
