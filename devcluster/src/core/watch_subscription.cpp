@@ -53,15 +53,15 @@ void WatchSubscription::set_notifier(std::function<void()> notify) {
 }
 
 void WatchSubscription::push(WatchEvent event) {
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) return;
-    queue_.push_back(std::move(event));
-  }
-  ready_.notify_all();
+  // No wake-up here: the store pushes under its lock, and waking a consumer is a system call.
+  // notify() wakes it once the lock is released.
+  std::lock_guard lock(mutex_);
+  if (closed_) return;
+  queue_.push_back(std::move(event));
 }
 
 void WatchSubscription::notify() {
+  ready_.notify_all();
   std::function<void()> notify;
   {
     std::lock_guard lock(mutex_);

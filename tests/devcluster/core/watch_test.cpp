@@ -174,8 +174,30 @@ TEST_F(StoreTest, CloseAllWatchesAndNotifierAcrossThreads) {
   EXPECT_FALSE((*sub)->next(milliseconds(10)));
 }
 
+TEST_F(StoreTest, ConsumerBlockedInNextWakesOnTheWriteNotItsTimeout) {
+  // Events are queued under the store's lock and the consumer is woken after it: each of these
+  // waits must end with its write (a missed wake-up would wait the whole 10 s).
+  auto sub = store.watch(core("configmaps"), {.resource_version = store.resource_version()});
+  ASSERT_TRUE(sub);
+  const auto start = std::chrono::steady_clock::now();
+  std::thread writer([&] {
+    for (int i = 0; i < 20; ++i) {
+      store.create(core("configmaps", "default"),
+                   {{"apiVersion", "v1"},
+                    {"kind", "ConfigMap"},
+                    {"metadata", {{"name", "c" + std::to_string(i)}}}});
+    }
+  });
+  for (int received = 0; received < 20; ++received) {
+    ASSERT_TRUE((*sub)->next(std::chrono::seconds(10))) << "timed out after " << received;
+  }
+  writer.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 TEST_F(StoreTest, DroppingClientWatchesLeavesObserversOpen) {
-  auto client = store.watch(core("pods", "default"), {.resource_version = store.resource_version()});
+  auto client =
+      store.watch(core("pods", "default"), {.resource_version = store.resource_version()});
   auto observer = store.watch(core("pods", "default"), observer_watch_options());
   ASSERT_TRUE(client);
   ASSERT_TRUE(observer);

@@ -47,7 +47,8 @@ class WatchSubscription {
   // it may call drain(). Set it before events can arrive (right after ApiStore::watch).
   void set_notifier(std::function<void()> notify);
 
-  // Store side.
+  // Store side. push() queues without waking a consumer blocked in next(): notify() wakes it
+  // (and calls the notifier), which the store does once its lock is released.
   void push(WatchEvent event);
   // close() without calling the notifier (the store calls notify() once its lock is released).
   void close_after_delivery();
