@@ -14,29 +14,36 @@ using nlohmann::json;
 
 namespace {
 
-// RFC 7386 on `target` in place.
-void merge_into(json& target, const json& patch) {
-  if (!patch.is_object()) {
-    target = patch;
-    return;
-  }
-  if (!target.is_object()) target = json::object();
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null()) {
-      target.erase(it.key());
-    } else {
-      merge_into(target[it.key()], *it);  // a missing member starts as null
+// RFC 7386: `patch` merged into a copy of `target`. Only what the result keeps is copied: a
+// member the patch replaces or removes is not copied first (a kubelet's status patch replaces most
+// of a pod's status).
+json merged_copy(const json* target, const json& patch) {
+  if (!patch.is_object()) return patch;
+  json result = json::object();
+  auto& members = result.get_ref<json::object_t&>();
+  const bool merge = target && target->is_object();
+  if (merge) {
+    for (auto it = target->begin(); it != target->end(); ++it) {
+      const auto replacement = patch.find(it.key());
+      if (replacement == patch.end()) {
+        members.emplace_hint(members.end(), it.key(), *it);
+      } else if (!replacement->is_null()) {
+        members.emplace_hint(members.end(), it.key(), merged_copy(&*it, *replacement));
+      }
     }
   }
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    // A member the target lacks starts as null: an object in the patch loses its nulls.
+    if (it->is_null() || (merge && target->contains(it.key()))) continue;
+    members.emplace(it.key(), merged_copy(nullptr, *it));
+  }
+  return result;
 }
 
 }  // namespace
 
 json apply_merge_patch(const json& target, const json& patch) {
-  if (!patch.is_object()) return patch;
-  json result = target.is_object() ? target : json::object();
-  merge_into(result, patch);
-  return result;
+  return merged_copy(&target, patch);
 }
 
 Expected<json> apply_json_patch(const json& target, const json& patch) {

@@ -1,6 +1,8 @@
 // JSON merge patch (RFC 7386 appendix A), JSON patch (RFC 6902) and strategic merge patch.
 #include "depl/devcluster/patches.hpp"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 namespace depl::devcluster {
@@ -35,6 +37,65 @@ TEST(MergePatch, Rfc7386AppendixAExamples) {
     EXPECT_EQ(apply_merge_patch(json::parse(c.target), json::parse(c.patch)), json::parse(c.result))
         << c.target << " + " << c.patch;
   }
+}
+
+// RFC 7386 as the RFC's pseudocode states it: copy the target, merge in place.
+void merge_in_place(json& target, const json& patch) {
+  if (!patch.is_object()) {
+    target = patch;
+    return;
+  }
+  if (!target.is_object()) target = json::object();
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    if (it->is_null()) {
+      target.erase(it.key());
+    } else {
+      merge_in_place(target[it.key()], *it);
+    }
+  }
+}
+
+json random_json(std::mt19937_64& random, int depth, bool top = false) {
+  const auto below = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  switch (top && below(5) != 0 ? 6 : depth <= 0 ? below(4) : below(7)) {
+    case 0:
+      return nullptr;
+    case 1:
+      return below(3);
+    case 2:
+      return std::string(1, static_cast<char>('a' + below(3)));
+    case 3:
+      return below(2) == 0;
+    case 4: {
+      json a = json::array();
+      for (int i = below(3); i > 0; --i) a.push_back(random_json(random, depth - 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      for (int i = below(5); i > 0; --i) {
+        o[std::string(1, static_cast<char>('k' + below(4)))] = random_json(random, depth - 1);
+      }
+      return o;
+    }
+  }
+}
+
+TEST(MergePatch, EqualsCopyingTheTargetThenMergingInPlace) {
+  // apply_merge_patch copies only what the patch keeps; on overlapping random documents (few
+  // keys, nested objects, nulls at every level) it must give what the RFC's algorithm gives.
+  std::mt19937_64 random(7);
+  int merged_objects = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const json target = random_json(random, 4, true);
+    const json patch = random_json(random, 4, true);
+    json expected = target;
+    merge_in_place(expected, patch);
+    ASSERT_EQ(apply_merge_patch(target, patch), expected)
+        << "case " << i << ": " << target.dump() << " + " << patch.dump();
+    merged_objects += target.is_object() && patch.is_object() && !patch.empty();
+  }
+  EXPECT_GT(merged_objects, 10000);
 }
 
 TEST(JsonPatch, Rfc6902Operations) {
