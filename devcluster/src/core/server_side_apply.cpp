@@ -234,9 +234,12 @@ json* child(json& node, const std::string& element) {
         if (item == wanted) return &item;
         continue;
       }
-      bool all = item.is_object();
+      // Read through a const view: writes look items up in stored objects other threads read.
+      const json& view = item;
+      bool all = view.is_object();
       for (auto it = wanted.begin(); all && it != wanted.end(); ++it) {
-        all = item.contains(it.key()) && item[it.key()] == *it;
+        const auto member = view.find(it.key());
+        all = member != view.end() && *member == *it;
       }
       if (all) return &item;
     }

@@ -44,16 +44,10 @@ Snapshot read_snapshot(const ApiStore::Impl& impl, const ResourceRef& ref) {
 // Lock held. Pointer equality: a stored object is never modified, only replaced, and the
 // snapshot's reference keeps the old one alive, so its address cannot come back.
 bool still_current(const ApiStore::Impl& impl, const ResourceRef& ref, const Snapshot& s) {
-  const Snapshot now = [&] {
-    Snapshot n;
-    n.type = impl.shared_type(ref.group, ref.version, ref.plural);
-    if (n.type) {
-      n.current = impl.lookup(n.type->storage_key, ApiStore::Impl::object_key(
-                                                       n.type->namespaced ? ref.ns : "", ref.name));
-    }
-    return n;
-  }();
-  return now.type == s.type && now.current == s.current;
+  if (impl.shared_type(ref.group, ref.version, ref.plural) != s.type) return false;
+  return impl.lookup(s.type->storage_key,
+                     ApiStore::Impl::object_key(s.type->namespaced ? ref.ns : "", ref.name)) ==
+         s.current;
 }
 
 Expected<json, ApiResult> parse_patch(PatchType patch_type, std::string_view body) {
