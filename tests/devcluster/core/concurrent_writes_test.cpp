@@ -3,6 +3,7 @@
 // object, so both land, in order, and preconditions still answer 409. The StoreOptions seam runs
 // the overtaking write at exactly that moment; a clock the seam advances tells an unlocked try
 // that stored its object (the time it read) from one computed again (the time after).
+#include <atomic>
 #include <thread>
 
 #include "test_support.hpp"
@@ -17,7 +18,7 @@ class ConcurrentWriteTest : public ::testing::Test {
   FixedClock clock;
   // What the seam does the next time a write is about to store its result (once).
   std::function<void(const ResourceRef&)> overtake;
-  int seam_calls = 0;
+  std::atomic<int> seam_calls{0};  // the seam runs on every writer's thread
   ApiStore store{StoreOptions{100, [this] { return clock.now; }, false, 7,
                               [this](const ResourceRef& ref) {
                                 ++seam_calls;
