@@ -92,11 +92,13 @@ test-sanitize-fast: deps
 	echo "test-sanitize-fast: every suite passed, no sanitizer report"
 
 # ThreadSanitizer on the concurrency of the Kubernetes runtime (work queue, store, informers,
-# leader election).
+# leader election) and of the dev cluster's store (writes computed outside its lock, watches).
+TSAN_DEVCLUSTER_FILTER := ConcurrentWriteTest.*:StoreTest.*
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEPL_SANITIZE=thread -DDEPL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target kube_runtime_tests
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target kube_runtime_tests devcluster_core_tests
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/kube_runtime_tests
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/devcluster_core_tests --gtest_filter='$(TSAN_DEVCLUSTER_FILTER)'
 
 # libFuzzer on every parser of outside input (issue 8), one target after the other, each for
 # FUZZ_SECONDS on a working copy of its seeds in $(FUZZ_BUILD)/corpus/ (new inputs never go into
