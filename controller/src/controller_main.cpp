@@ -86,11 +86,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--kube-api-qps", config.kube_api_qps,
-                 "requests per second to the API server, on average (0: no client-side limit)")
+                 "requests per second to the API server, on average (0: no client-side limit; the "
+                 "API server's Priority and Fairness answers overload with 429 and Retry-After)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--kube-api-burst", config.kube_api_burst,
-                 "requests the client may send at once above --kube-api-qps")
+                 "requests the client may send at once above --kube-api-qps (when that is above 0)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--catalog-namespace", config.catalog_namespace,

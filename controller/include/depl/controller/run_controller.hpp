@@ -34,9 +34,11 @@ struct ControllerConfig {
   std::string identity;
   int workers = 4;
   // Client-side request rate limit towards the API server (token bucket; qps <= 0: none).
-  // Each job placed costs about 5 + workers writes; 20/s (client-go's controllers) makes a
-  // burst of a thousand jobs take minutes, so the default is that of batch schedulers (Kueue).
-  double kube_api_qps = 50;
+  // Off by default, as in controller-runtime since v0.21 on SIG API Machinery's advice: the API
+  // server's Priority and Fairness (GA since Kubernetes 1.29, on by default since 1.20) sheds
+  // load with 429 and Retry-After, which the client honours. A client-side limit only delays a
+  // burst: each job placed costs about 5 + workers writes, so a thousand jobs at 50/s take 80 s.
+  double kube_api_qps = 0;
   int kube_api_burst = 100;
   std::string catalog_namespace;  // "" = the controller's namespace
   std::string checkpoint_root;
