@@ -228,6 +228,14 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     }
     if (d.replanned) metrics_.add("depl_replans_total", {});
   }
+  // The Events tell of the status change just written (Planned, PhaseStarted, ...): posted now,
+  // so that a failed create or delete below, which ends this reconcile in an error, does not lose
+  // them; the next reconcile finds the status written and has nothing to tell again.
+  for (const auto& e : d.events) {
+    if (events_) events_(job, e);
+    spdlog::log(e.type == "Warning" ? spdlog::level::warn : spdlog::level::info,
+                "msg=\"{}\" {} reason={}", e.message, who, e.reason);
+  }
   for (const auto& r : d.remove) {
     if (stop.stop_requested()) break;
     kube::DeleteOptions del;
@@ -252,11 +260,6 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     }
     if (created)
       spdlog::info("msg=\"created {}\" {} name={}", kind, who, str(object["metadata"], "name"));
-  }
-  for (const auto& e : d.events) {
-    if (events_) events_(job, e);
-    spdlog::log(e.type == "Warning" ? spdlog::level::warn : spdlog::level::info,
-                "msg=\"{}\" {} reason={}", e.message, who, e.reason);
   }
   if (d.requeue_after) return finish(kube::Action::requeue_after(*d.requeue_after));
   return finish(kube::Action::await_change());

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -299,6 +300,43 @@ TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
   EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
   EXPECT_EQ(list(resources::secrets(), "depl.dev/job=tokenless").size(), 1u);
   expect_job_invariants("tokenless");
+}
+
+// The job's first status write (its plan, its first phase started) succeeds and the creates of
+// its pods that follow in the same reconcile fail: the Events of that status change (Planned,
+// PhaseStarted) are still posted, once, although the reconcile ends in an error and the next one
+// finds the status already written.
+TEST_F(FaultsE2e, EventsOfAWrittenStatusArePostedWhenTheCreatesAfterItFail) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  const std::string me = "events-controller";
+  auto controller = spawn_controller(me, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+  ASSERT_TRUE(controller->started());
+  auto failed = std::make_shared<std::atomic<int>>(0);
+  cluster_->fail_requests_where(
+      [me, failed](const devcluster::RequestSummary& r) {
+        return r.user_agent.find("identity=" + me) != std::string::npos && r.method == "POST" &&
+               r.path.ends_with("/pods") && failed->fetch_add(1) < 2;
+      },
+      500);
+  json job = patient_job("eventful", 0.1);
+  job["spec"]["training"]["workers"]["min"] = 1;
+  create_job(job);
+  EXPECT_TRUE(wait_until([&] { return failed->load() >= 2; }))
+      << "the controller did not try to create a pod twice";
+  cluster_->fail_requests_where({}, 0);
+  json done = wait_job(
+      "eventful",
+      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+      "the job to finish");
+  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  std::map<std::string, int> reasons;
+  for (const auto& e : events_of("eventful")) reasons[e.value("reason", "")] += e.value("count", 1);
+  EXPECT_EQ(reasons["Planned"], 1) << json(reasons).dump();
+  EXPECT_GE(reasons["PhaseStarted"], 1) << json(reasons).dump();
+  EXPECT_EQ(reasons["TargetReached"], 1) << json(reasons).dump();
+  expect_job_invariants("eventful");
 }
 
 TEST_F(FaultsE2e, NodeNotReadyMidPhaseIsReplannedOntoTheRemainingPool) {
