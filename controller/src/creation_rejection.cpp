@@ -131,6 +131,12 @@ std::string rejection_message(const json& job, const json& object, const kube::A
                  kMaxRejectionMessage);
 }
 
+std::string failed_create_message(const json& object, const kube::ApiError& error) {
+  return bounded(fmt::format("Error creating {} {}: {}", str(object, "kind"),
+                             str(at(object, "metadata"), "name"), error.to_string()),
+                 kMaxRejectionMessage);
+}
+
 std::optional<std::string> recorded_rejection(const json& status, long generation) {
   const json& conditions = at(status, "conditions");
   if (!conditions.is_array()) return std::nullopt;

@@ -54,6 +54,16 @@ std::string random_token() {
   return out;
 }
 
+// Whether a failed create is worth a FailedCreate Event: an answer of the API server other than
+// a throttling (429, retried after its Retry-After) or a namespace being deleted (the job goes with
+// it). Transport failures reach nobody: the Event could not be written either.
+bool tells_the_user(const kube::ApiError& e) {
+  if (e.is_transport() || e.is_too_many_requests()) return false;
+  if (e.is_forbidden() && e.message.find("because it is being terminated") != std::string::npos)
+    return false;
+  return true;
+}
+
 kube::ReconcileError api_failure(const std::string& what, const kube::ApiError& e) {
   return {fmt::format("{}: {} {}: {}", what, e.code, e.reason, e.message)};
 }
@@ -254,7 +264,16 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
     auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && !created.error().is_already_exists()) {
-      if (is_rejection(created.error())) report_rejection(job, object, created.error());
+      if (is_rejection(created.error())) {
+        report_rejection(job, object, created.error());
+      } else if (tells_the_user(created.error())) {
+        // A refusal that a later try may overcome (a ResourceQuota, RBAC, an admission webhook,
+        // a failing API server): retried with backoff, and told, as the Job controller does, by a
+        // Warning Event (identical ones are aggregated into one with a count).
+        if (events_) {
+          events_(job, {"Warning", "FailedCreate", failed_create_message(object, created.error())});
+        }
+      }
       return finish(unexpected(api_failure(
           fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));
     }

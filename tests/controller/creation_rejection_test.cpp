@@ -103,6 +103,24 @@ TEST(CreationRejection, MessageIsBounded) {
   EXPECT_THAT(message, HasSubstr("xxx..."));
 }
 
+TEST(CreationRejection, FailedCreateMessageGivesTheObjectAndTheAnswer) {
+  kube::ApiError quota{403, "Forbidden",
+                       "pods \"mnist-p0-w1\" is forbidden: exceeded quota: gpus, requested: "
+                       "requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=8, limited: "
+                       "requests.nvidia.com/gpu=8"};
+  EXPECT_FALSE(is_rejection(quota));
+  EXPECT_EQ(failed_create_message(a_pod(), quota),
+            "Error creating Pod mnist-p0-w1: 403 Forbidden: pods \"mnist-p0-w1\" is forbidden: "
+            "exceeded quota: gpus, requested: requests.nvidia.com/gpu=2, used: "
+            "requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8");
+  // Bounded, and cut on a character boundary: an "\xc3\xa9" whose second byte is the first one
+  // past the cut goes whole.
+  const std::string prefix = "Error creating Pod mnist-p0-w1: 500 InternalError: ";
+  const std::size_t xs = kMaxRejectionMessage - 4 - prefix.size();
+  kube::ApiError long_one{500, "InternalError", std::string(xs, 'x') + "\xc3\xa9 and more"};
+  EXPECT_EQ(failed_create_message(a_pod(), long_one), prefix + std::string(xs, 'x') + "...");
+}
+
 TEST(CreationRejection, RecordedOncePerSpecGeneration) {
   const json job = a_job(2);
   auto recorded = job_recording_rejection(job, job, "refused", "2026-11-22T05:00:00Z");

@@ -303,10 +303,11 @@ TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
 }
 
 // The job's first status write (its plan, its first phase started) succeeds and the creates of
-// its pods that follow in the same reconcile fail: the Events of that status change (Planned,
-// PhaseStarted) are still posted, once, although the reconcile ends in an error and the next one
-// finds the status already written.
-TEST_F(FaultsE2e, EventsOfAWrittenStatusArePostedWhenTheCreatesAfterItFail) {
+// its pods that follow in the same reconcile are refused twice with 403 (as a ResourceQuota
+// would): the Events of that status change (Planned, PhaseStarted) are still posted, once,
+// although the reconcile ends in an error and the next one finds the status already written; the
+// refusal is told by a FailedCreate Warning Event; the create is retried and the job completes.
+TEST_F(FaultsE2e, ARefusedCreateAfterTheStatusWriteKeepsItsEventsAndIsToldAsFailedCreate) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
   const std::uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
@@ -319,7 +320,7 @@ TEST_F(FaultsE2e, EventsOfAWrittenStatusArePostedWhenTheCreatesAfterItFail) {
         return r.user_agent.find("identity=" + me) != std::string::npos && r.method == "POST" &&
                r.path.ends_with("/pods") && failed->fetch_add(1) < 2;
       },
-      500);
+      403);
   json job = patient_job("eventful", 0.1);
   job["spec"]["training"]["workers"]["min"] = 1;
   create_job(job);
@@ -332,7 +333,20 @@ TEST_F(FaultsE2e, EventsOfAWrittenStatusArePostedWhenTheCreatesAfterItFail) {
       "the job to finish");
   EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
   std::map<std::string, int> reasons;
-  for (const auto& e : events_of("eventful")) reasons[e.value("reason", "")] += e.value("count", 1);
+  std::vector<std::string> failed_creates;
+  for (const auto& e : events_of("eventful")) {
+    reasons[e.value("reason", "")] += e.value("count", 1);
+    if (e.value("reason", "") == "FailedCreate") {
+      EXPECT_EQ(e.value("type", ""), "Warning");
+      failed_creates.push_back(e.value("message", ""));
+    }
+  }
+  EXPECT_THAT(failed_creates,
+              ::testing::Contains(
+                  "Error creating Pod eventful-p0-w0: 403 Forbidden: injected failure (dev-cluster "
+                  "fault injection)"))
+      << json(failed_creates).dump();
+  EXPECT_EQ(reasons["FailedCreate"], 2) << json(reasons).dump();
   EXPECT_EQ(reasons["Planned"], 1) << json(reasons).dump();
   EXPECT_GE(reasons["PhaseStarted"], 1) << json(reasons).dump();
   EXPECT_EQ(reasons["TargetReached"], 1) << json(reasons).dump();

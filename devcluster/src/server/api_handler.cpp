@@ -298,10 +298,18 @@ HandlerResult ApiHandler::handle(HttpRequest& request) {
         if (fail_count_ > 0 || matched) {
           if (!matched) --fail_count_;
           const int code = matched ? fail_match_code_ : fail_code_;
-          const std::string reason = code == 409   ? "Conflict"
+          // Status.reason as kube-apiserver gives it for each code.
+          const std::string reason = code == 400   ? "BadRequest"
+                                     : code == 401 ? "Unauthorized"
+                                     : code == 403 ? "Forbidden"
+                                     : code == 404 ? "NotFound"
+                                     : code == 409 ? "Conflict"
+                                     : code == 410 ? "Expired"
+                                     : code == 422 ? "Invalid"
                                      : code == 429 ? "TooManyRequests"
-                                     : code == 503 ? "ServiceUnavailable"
                                      : code == 500 ? "InternalError"
+                                     : code == 503 ? "ServiceUnavailable"
+                                     : code == 504 ? "Timeout"
                                                    : "Unknown";
           auto r = status_response(code, reason, "injected failure (dev-cluster fault injection)");
           if (code == 429 || code == 503) r.headers.emplace_back("Retry-After", "1");

@@ -30,6 +30,11 @@ bool is_rejection(const kube::ApiError& error);
 std::string rejection_message(const nlohmann::json& job, const nlohmann::json& object,
                               const kube::ApiError& error);
 
+// The message of the FailedCreate Warning Event for a create the API server answered with an
+// error that is not a rejection (a quota, RBAC, a webhook, a server error): "Error creating Pod
+// <name>: <code> <reason>: <message>", at most kMaxRejectionMessage bytes.
+std::string failed_create_message(const nlohmann::json& object, const kube::ApiError& error);
+
 // `latest` (the job as the API server has it now) with the refusal of an object built from
 // `built_from` recorded in its status: Valid=False and Running=False with reason
 // RejectedByAPIServer, phase Pending, the message. nullopt when there is nothing to write: the spec
