@@ -304,6 +304,21 @@ TEST_F(KubectlDepl, EveryBadFieldGetsItsOwnLine) {
   EXPECT_GE(std::count(r.err.begin(), r.err.end(), '\n'), 2);
 }
 
+// The fields the operator copies into worker Pods are checked as the controller checks them:
+// `plan` refuses what the controller would refuse as InvalidSpec, naming the same fields.
+TEST_F(KubectlDepl, WorkerFieldsTheControllerRefusesAreBadInput) {
+  const std::string job = with_replaced(
+      "      image: registry.example/resnet50-int8:1\n",
+      "      image: registry.example/resnet50-int8:1\n"
+      "      resources:\n        limits:\n          memory: lots\n"
+      "      env:\n        - name: 1BAD\n          value: x\n");
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools_, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("spec.models[1].resources.limits.memory"));
+  EXPECT_THAT(r.err, HasSubstr("spec.models[1].env[0].name"));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST_F(KubectlDepl, DanglingLocalityIsAWarningNotAnError) {
   const std::string job =
       with_replaced("      sizeBytes: 1G\n", "      sizeBytes: 1G\n      locality: [h100-pool]\n");

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/yaml_json.hpp"
+#include "depl/controller/worker_spec_validation.hpp"
 #include "depl/solver/parse.hpp"
 
 namespace depl::cli {
@@ -43,6 +45,14 @@ Expected<solver::Problem, std::vector<std::string>> load_problem(
   if (!job) errors.insert(errors.end(), job.error().messages.begin(), job.error().messages.end());
   if (!pools) {
     errors.insert(errors.end(), pools.error().messages.begin(), pools.error().messages.end());
+  }
+  // The fields the operator copies into worker Pods (images, resources, env, podTemplate,
+  // volumes), checked as the controller checks them, so a plan is never shown for a job the
+  // controller would refuse as InvalidSpec.
+  if (auto document = yaml_to_json(*job_text); document && document->is_object()) {
+    for (const auto& problem : controller::validate_worker_fields(*document)) {
+      errors.push_back(fmt::format("{}: {}", job_path, problem));
+    }
   }
   if (!errors.empty()) return depl::unexpected(std::move(errors));
 
