@@ -354,12 +354,44 @@ void check_volumes(const json& spec, Problems& p) {
   }
 }
 
+// The job's name begins the names of what it makes: its rendezvous Services "<name>-p<phase>"
+// (DNS-1035 labels: a letter first) and its worker pods "<name>-p<phase>-w<rank>", whose name is
+// also their hostname (a DNS-1123 label of at most 63). The API server accepts names with dots or
+// a leading digit for the job itself, so they are caught here rather than by a refused create.
+// The length bound leaves room for the shortest suffix, "-p0-w0"; a plan with ten phases or ten
+// workers needs more, which the API server's refusal reports (creation_rejection.hpp).
+void check_job_name(const json& job, Problems& p) {
+  const json* metadata = member(job, "metadata");
+  if (!metadata || !metadata->is_object()) return;
+  const json* name = member(*metadata, "name");
+  if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) return;
+  const std::string& n = name->get_ref<const std::string&>();
+  constexpr std::size_t kLongest = 63 - std::char_traits<char>::length("-p0-w0");
+  bool shaped = n.front() >= 'a' && n.front() <= 'z' && n.back() != '-';
+  for (char c : n)
+    shaped = shaped && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (!shaped) {
+    p.add("metadata.name",
+          fmt::format("must start with a lowercase letter, hold only lowercase letters, digits and "
+                      "'-', and not end with '-': it begins the names of the job's Services and "
+                      "pods (<name>-p<phase>-w<rank>); got {}; create the job under another name",
+                      json(n).dump()));
+  } else if (n.size() > kLongest) {
+    p.add("metadata.name",
+          fmt::format("must be at most {} characters: the job's worker pods are named "
+                      "<name>-p<phase>-w<rank>, at most 63; got {} characters; create the job "
+                      "under another name",
+                      kLongest, n.size()));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> validate_worker_fields(const json& job) {
   Problems p;
   const json* spec = member(job, "spec");
   if (!spec || !spec->is_object()) return {};
+  check_job_name(job, p);
   if (const json* models = member(*spec, "models"); models && models->is_array()) {
     for (std::size_t i = 0; i < models->size(); ++i) {
       const json& model = (*models)[i];

@@ -9,6 +9,7 @@ namespace depl::controller {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -59,6 +60,36 @@ TEST(WorkerSpecValidation, AcceptsValidFieldsAndJobsWithoutThem) {
   // The shape of the rest is the solver's to report.
   EXPECT_THAT(validate_worker_fields(json{{"spec", {{"models", 3}}}}), IsEmpty());
   EXPECT_THAT(validate_worker_fields(json::array()), IsEmpty());
+}
+
+// The job's name begins its Services' and pods' names, which the API server holds to stricter
+// rules than the job's own.
+TEST(WorkerSpecValidation, JobNameMustMakeValidServiceAndPodNames) {
+  auto problems_for = [](const std::string& name) {
+    json job = valid_job();
+    job["metadata"]["name"] = name;
+    return validate_worker_fields(job);
+  };
+  const std::string longest(57, 'a');  // "<57>-p0-w0" is 63
+  for (const std::string& fine : {std::string("a"), std::string("mnist-2"), longest}) {
+    EXPECT_THAT(problems_for(fine), IsEmpty()) << fine;
+  }
+  for (const std::string& bad :
+       {std::string("1mnist"), std::string("mnist.v2"), std::string("Mnist"), std::string("mnist-"),
+        std::string("-mnist")}) {
+    EXPECT_THAT(problems_for(bad),
+                ElementsAre(AllOf(StartsWith("metadata.name: must start with a lowercase letter"),
+                                  HasSubstr(json(bad).dump()))))
+        << bad;
+  }
+  EXPECT_THAT(problems_for(longest + "a"),
+              ElementsAre("metadata.name: must be at most 57 characters: the job's worker pods are "
+                          "named <name>-p<phase>-w<rank>, at most 63; got 58 characters; create "
+                          "the job under another name"));
+  // No name (generateName, a spec checked on its own) is not this check's to judge.
+  json unnamed = valid_job();
+  unnamed["metadata"].erase("name");
+  EXPECT_THAT(validate_worker_fields(unnamed), IsEmpty());
 }
 
 TEST(WorkerSpecValidation, ResourceQuantitiesMustParseAndNotBeNegative) {
