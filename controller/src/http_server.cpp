@@ -107,9 +107,10 @@ struct HttpServer::Impl {
       try {
         reply = handler(view);
       } catch (const std::exception& e) {
-        reply = {500, "application/json", fmt::format(R"({{"error":"internal error"}})")};
+        reply = {500, "application/json", fmt::format(R"({{"error":"internal error"}})"), {}};
       }
       http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
+      for (const auto& [name, value] : reply.headers) res.set(name, value);
       res.set(http::field::content_type, reply.content_type);
       res.keep_alive(req.keep_alive());
       res.body() = std::move(reply.body);

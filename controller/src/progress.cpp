@@ -14,7 +14,8 @@ namespace {
 // Messages can quote the request (a job name from the path) or the stored status, neither of
 // which need be valid UTF-8; dump() would throw on it, so invalid bytes become U+FFFD.
 HttpReply reply(int status, json body) {
-  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
+  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return {status, "application/json", std::move(text), {}};
 }
 
 HttpReply error_reply(int status, const std::string& message) {

@@ -258,8 +258,10 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     // sends the retry to a replica at random until it reaches the leader.
     HttpReply reply =
         config.leader_elect && !holds_lease()
-            ? HttpReply{503, "application/json",
-                        json{{"error", "this replica is not the leader; retry the report"}}.dump()}
+            ? HttpReply{503,
+                        "application/json",
+                        json{{"error", "this replica is not the leader; retry the report"}}.dump(),
+                        {}}
             : progress.handle(r);
     metrics.add("depl_progress_reports_total", {{"code", std::to_string(reply.status)}});
     return reply;
@@ -277,8 +279,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   metrics_options.port = metrics_listen->second;
   auto metrics_server =
       HttpServer::start(metrics_options, [&](const HttpRequestView& r) -> HttpReply {
-        if (r.target != "/metrics") return {404, "text/plain", "not found: try /metrics\n"};
-        return {200, "text/plain; version=0.0.4", metrics.render()};
+        if (r.target != "/metrics") return {404, "text/plain", "not found: try /metrics\n", {}};
+        return {200, "text/plain; version=0.0.4", metrics.render(), {}};
       });
   if (!metrics_server) return error("--metrics-addr: " + metrics_server.error().message);
 
@@ -288,12 +290,12 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   health_options.port = health_listen->second;
   auto health_server =
       HttpServer::start(health_options, [&](const HttpRequestView& r) -> HttpReply {
-        if (r.target == "/healthz") return {200, "text/plain", "ok\n"};
+        if (r.target == "/healthz") return {200, "text/plain", "ok\n", {}};
         if (r.target == "/readyz") {
-          return synced ? HttpReply{200, "text/plain", "ok\n"}
-                        : HttpReply{503, "text/plain", "caches not synced yet\n"};
+          return synced ? HttpReply{200, "text/plain", "ok\n", {}}
+                        : HttpReply{503, "text/plain", "caches not synced yet\n", {}};
         }
-        return {404, "text/plain", "not found: try /healthz or /readyz\n"};
+        return {404, "text/plain", "not found: try /healthz or /readyz\n", {}};
       });
   if (!health_server) return error("--health-addr: " + health_server.error().message);
 

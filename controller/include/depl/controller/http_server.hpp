@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "depl/common/expected.hpp"
 
@@ -26,6 +28,9 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Extra response headers (Retry-After, ...), written as given. The server sets Content-Type,
+  // Content-Length and Connection itself.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 using HttpHandler = std::function<HttpReply(const HttpRequestView& request)>;
