@@ -56,6 +56,20 @@ void KeyedRateLimiter::refund(const std::string& key) {
   it->second.tokens = std::min(limit_.burst, it->second.tokens + 1);
 }
 
+Clock::Duration KeyedRateLimiter::wait(const std::string& key, Clock::TimePoint now) const {
+  std::lock_guard lock(mutex_);
+  auto it = buckets_.find(key);
+  if (it == buckets_.end()) return Clock::Duration::zero();
+  const Bucket& b = it->second;
+  // A bucket last touched after `now` (a caller with an older reading of the clock) refills
+  // only from then on.
+  const Clock::TimePoint from = std::max(now, b.last);
+  const double missing = 1 - refilled(b, from);
+  if (missing <= 0) return Clock::Duration::zero();
+  return (from - now) + std::chrono::ceil<Clock::Duration>(
+                            std::chrono::duration<double>(missing / limit_.per_second));
+}
+
 std::size_t KeyedRateLimiter::size() const {
   std::lock_guard lock(mutex_);
   return buckets_.size();

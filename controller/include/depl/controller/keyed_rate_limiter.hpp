@@ -31,6 +31,10 @@ class KeyedRateLimiter {
   // Gives back a token taken by allow() (capped at the burst), for a request that turned out
   // not to count against this limit. A key no longer tracked is left alone: it would start full.
   void refund(const std::string& key);
+  // How long from `now` until `key`'s bucket holds a token again (rounded up to the clock's
+  // tick): zero when it holds one, or when the key is not tracked (it would start full). For a
+  // Retry-After after allow() refused; it takes nothing and tracks no new key.
+  Clock::Duration wait(const std::string& key, Clock::TimePoint now) const;
 
   // Number of buckets held, for tests and metrics.
   std::size_t size() const;
