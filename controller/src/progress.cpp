@@ -1,6 +1,7 @@
 #include "depl/controller/progress.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 
 #include "depl/controller/job_status.hpp"
@@ -20,6 +21,16 @@ HttpReply reply(int status, json body) {
 
 HttpReply error_reply(int status, const std::string& message) {
   return reply(status, json{{"error", message}});
+}
+
+// A refusal by one of the rate limits. Retry-After (RFC 9110 §10.2.3, delay-seconds) says when
+// the limit's bucket has a token again, rounded up so a worker that waits it out is let in, and
+// at least 1: "0" would invite an immediate retry that is refused again.
+HttpReply too_many(const std::string& message, Clock::Duration wait) {
+  HttpReply out = error_reply(429, message);
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(wait).count();
+  out.headers.emplace_back("Retry-After", std::to_string(std::max<decltype(seconds)>(1, seconds)));
+  return out;
 }
 
 Expected<int> int_field(const json& body, const char* key, int minimum) {
@@ -201,13 +212,15 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
     // Every attempt spends from its peer's failed-authentication budget first, so a stranger's
     // token lookups are bounded; one that authenticates gets it back. The job's own budget is
     // spent only by its authenticated workers.
-    if (!failed_auth_.allow(request.peer, clock_.now())) {
-      return error_reply(429, "too many failed authentications from this address; retry later");
+    if (const auto now = clock_.now(); !failed_auth_.allow(request.peer, now)) {
+      return too_many("too many failed authentications from this address; retry later",
+                      failed_auth_.wait(request.peer, now));
     }
     if (auto refused = authenticate(request, ns, name)) return *refused;
     failed_auth_.refund(request.peer);
-    if (!job_reports_.allow(ns + "/" + name, clock_.now())) {
-      return error_reply(429, "too many progress reports for this job");
+    const std::string job_key = ns + "/" + name;
+    if (const auto now = clock_.now(); !job_reports_.allow(job_key, now)) {
+      return too_many("too many progress reports for this job", job_reports_.wait(job_key, now));
     }
     auto report = parse_progress_report(request.body);
     if (!report) return error_reply(400, report.error().message);

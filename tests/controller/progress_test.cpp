@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "depl/controller/job_status.hpp"
@@ -208,6 +210,103 @@ TEST(ProgressEndpoint, RateLimitsPerJob) {
   EXPECT_EQ(endpoint.handle(post(body)).status, 429);
   clock.advance(std::chrono::seconds(1));
   EXPECT_EQ(endpoint.handle(post(body)).status, 200);
+}
+
+// The Retry-After header of a reply, or "" when it has none.
+std::string retry_after(const HttpReply& reply) {
+  std::string value;
+  for (const auto& [name, v] : reply.headers) {
+    if (name == "Retry-After") value = v;
+  }
+  return value;
+}
+
+// What Retry-After should say for a bucket refilling at `per_second` that holds `tokens` (< 1):
+// the seconds until it holds one, rounded up, at least 1.
+std::string seconds_until_a_token(double per_second, double tokens) {
+  return std::to_string(
+      static_cast<long long>(std::max(1.0, std::ceil((1 - tokens) / per_second))));
+}
+
+TEST(ProgressEndpoint, ThePerJobLimitSaysWhenToRetry) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.burst = 3;
+  o.reports_per_second = 0.25;  // slower than one a second, so the answer counts down
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":1,"epoch":2,"loss":0.7})";
+  for (int i = 0; i < 3; ++i) {
+    HttpReply ok = endpoint.handle(post(body));
+    EXPECT_EQ(ok.status, 200) << ok.body;
+    EXPECT_TRUE(ok.headers.empty());
+  }
+  HttpReply limited = endpoint.handle(post(body));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  const std::string first = retry_after(limited);
+  EXPECT_EQ(first, seconds_until_a_token(o.reports_per_second, 0));
+
+  clock.advance(std::chrono::milliseconds(1500));  // 2.5 s to go: rounded up
+  limited = endpoint.handle(post(body));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_EQ(retry_after(limited), seconds_until_a_token(o.reports_per_second, 1.5 * 0.25));
+  EXPECT_NE(retry_after(limited), first);
+
+  // Waiting out what the answer said is enough.
+  clock.advance(std::chrono::seconds(std::stoi(retry_after(limited))));
+  HttpReply after = endpoint.handle(post(body));
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(retry_after(after), "");
+}
+
+TEST(ProgressEndpoint, RetryAfterIsAtLeastOneSecond) {
+  // At the default 20 reports a second the next token is 50 ms away: "0" would invite a retry
+  // that is refused again, so the answer rounds up.
+  FakeAccess access;
+  FakeClock clock;
+  const ProgressEndpointOptions o;
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":1,"epoch":2,"loss":0.7})";
+  for (int i = 0; i < static_cast<int>(o.burst); ++i) {
+    ASSERT_EQ(endpoint.handle(post(body)).status, 200) << i;
+  }
+  HttpReply limited = endpoint.handle(post(body));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_EQ(retry_after(limited), seconds_until_a_token(o.reports_per_second, 0));
+  EXPECT_EQ(retry_after(limited), "1");
+}
+
+TEST(ProgressEndpoint, TheFailedAuthenticationLimitSaysWhenToRetry) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.failed_auth_burst = 2;
+  o.failed_auth_per_second = 0.25;
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  const std::string path = "/v1/namespaces/ns/jobs/j/progress";
+  for (int i = 0; i < 2; ++i) {
+    HttpReply refused = endpoint.handle(post(body, "guess", path, "10.9.9.9"));
+    EXPECT_EQ(refused.status, 401) << refused.body;
+    EXPECT_EQ(retry_after(refused), "");  // retrying a wrong token cannot help
+  }
+  HttpReply limited = endpoint.handle(post(body, "guess", path, "10.9.9.9"));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  const std::string first = retry_after(limited);
+  EXPECT_EQ(first, seconds_until_a_token(o.failed_auth_per_second, 0));
+
+  // The address is locked out even with the right token, and told for how long.
+  clock.advance(std::chrono::milliseconds(1500));
+  limited = endpoint.handle(post(body, "s3cret", path, "10.9.9.9"));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_EQ(retry_after(limited), seconds_until_a_token(o.failed_auth_per_second, 1.5 * 0.25));
+  EXPECT_NE(retry_after(limited), first);
+  EXPECT_EQ(access.writes, 0);
+
+  clock.advance(std::chrono::seconds(std::stoi(retry_after(limited))));
+  HttpReply after = endpoint.handle(post(body, "s3cret", path, "10.9.9.9"));
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(access.writes, 1);
 }
 
 // A stranger without the token used to spend the job's own budget (the limit came before the

@@ -65,7 +65,9 @@ class JobAccess {
                                                    const std::string& name) = 0;
 };
 
-// Every limit of the endpoint. docs/operations.md ("Security") quotes these defaults.
+// Every limit of the endpoint. docs/operations.md ("Security") quotes these defaults. A request
+// over a rate limit is answered 429 with Retry-After: the whole seconds until the limit lets the
+// next one in (at least 1).
 struct ProgressEndpointOptions {
   int conflict_retries = 5;
   // Authenticated reports, per job. Checked only after the token, so a stranger cannot spend a
