@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <vector>
+
 #include "test_http_server.hpp"
 
 namespace depl::worker {
@@ -68,6 +71,81 @@ TEST(ProgressClient, ServerErrorsAreRetriedWithBackoff) {
   ASSERT_TRUE(action) << action.error().message;
   EXPECT_EQ(server.requests().size(), 3u);
   EXPECT_EQ(waits, (std::vector<long long>{100, 200}));
+}
+
+// Answers `script` in turn, then 200 continue.
+TestHttpServer::Handler answers(std::vector<CannedResponse> script) {
+  auto next = std::make_shared<std::size_t>(0);
+  return [script = std::move(script), next](const RecordedRequest&) {
+    if (*next < script.size()) return script[(*next)++];
+    return CannedResponse{200, R"({"action":"continue"})"};
+  };
+}
+
+TEST(ProgressClient, RetryAfterIsWaitedOutWhenLongerThanTheBackoff) {
+  TestHttpServer server(answers({
+      {429, R"({"error":"too many progress reports for this job"})", {{"Retry-After", "2"}}},
+      {503, R"({"error":"not the leader"})", {{"Retry-After", "1"}}},
+      {429, R"({"error":"too many"})"},  // no Retry-After: the backoff
+  }));
+  std::vector<long long> waits;
+  ProgressClientOptions o = options_for(server, &waits);
+  o.attempts = 4;
+  o.first_backoff = std::chrono::milliseconds(1500);  // 1.5 s, 3 s, 6 s
+  auto client = ProgressClient::create(o);
+  ASSERT_TRUE(client);
+  auto action = client->post({0, 0, 1, 1.0});
+  ASSERT_TRUE(action) << action.error().message;
+  EXPECT_EQ(server.requests().size(), 4u);
+  // max(backoff, Retry-After): 2 s over 1.5 s, then 3 s over 1 s; the backoff doubles throughout.
+  EXPECT_EQ(waits, (std::vector<long long>{2000, 3000, 6000}));
+}
+
+TEST(ProgressClient, RetryAfterIsCappedAndReadOnlyAsWholeSeconds) {
+  const long long cap = std::chrono::milliseconds(kMaxRetryAfter).count();
+  TestHttpServer server(answers({
+      {429, "{}", {{"Retry-After", "86400"}}},                     // a day: capped
+      {429, "{}", {{"Retry-After", "123456789012345678901234"}}},  // too large to read: capped
+      {503, "{}", {{"Retry-After", "1.5"}}},                       // not an integer: the backoff
+      {429, "{}", {{"Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}}},
+      {503, "{}", {{"Retry-After", "-5"}}},
+      {500, "{}", {{"Retry-After", "10"}}},  // only 429 and 503 are read
+  }));
+  std::vector<long long> waits;
+  ProgressClientOptions o = options_for(server, &waits);
+  o.attempts = 7;
+  auto client = ProgressClient::create(o);
+  ASSERT_TRUE(client);
+  auto action = client->post({0, 0, 1, 1.0});
+  ASSERT_TRUE(action) << action.error().message;
+  EXPECT_EQ(server.requests().size(), 7u);
+  EXPECT_EQ(waits, (std::vector<long long>{cap, cap, 400, 800, 1600, 3200}));
+}
+
+TEST(ProgressClient, RetryAfterIsNotWaitedAfterTheLastAttempt) {
+  TestHttpServer server([](const RecordedRequest&) {
+    return CannedResponse{429, "{}", {{"Retry-After", "30"}}};
+  });
+  std::vector<long long> waits;
+  auto client = ProgressClient::create(options_for(server, &waits));
+  ASSERT_TRUE(client);
+  auto action = client->post({0, 0, 1, 1.0});
+  ASSERT_FALSE(action);
+  EXPECT_FALSE(action.error().rejected);
+  EXPECT_NE(action.error().message.find("HTTP 429"), std::string::npos) << action.error().message;
+  EXPECT_EQ(waits, (std::vector<long long>{30000, 30000}));  // 3 attempts, 2 waits
+}
+
+TEST(ProgressClient, ParsesRetryAfterDelaySeconds) {
+  using std::chrono::seconds;
+  EXPECT_EQ(parse_retry_after("0"), seconds(0));
+  EXPECT_EQ(parse_retry_after("7"), seconds(7));
+  EXPECT_EQ(parse_retry_after(" 120\t"), seconds(120));
+  EXPECT_EQ(parse_retry_after("99999999999999999999"), seconds::max());
+  for (const char* bad :
+       {"", " ", "1.5", "-1", "+1", "7s", "0x10", "1 2", "Wed, 21 Oct 2015 07:28:00 GMT"}) {
+    EXPECT_EQ(parse_retry_after(bad), std::nullopt) << bad;
+  }
 }
 
 TEST(ProgressClient, ARejectedReportIsNotRetried) {

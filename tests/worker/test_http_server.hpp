@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -27,6 +28,7 @@ struct RecordedRequest {
 struct CannedResponse {
   unsigned status = 200;
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra headers (Retry-After)
 };
 
 class TestHttpServer {
@@ -77,6 +79,7 @@ class TestHttpServer {
       const CannedResponse canned = handler_(recorded);
       http::response<http::string_body> response{static_cast<http::status>(canned.status), 11};
       response.set(http::field::content_type, "application/json");
+      for (const auto& [name, value] : canned.headers) response.set(name, value);
       response.body() = canned.body;
       response.prepare_payload();
       http::write(socket, response, ec);

@@ -1,5 +1,6 @@
 #include "depl/worker/progress_client.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <thread>
@@ -75,6 +76,20 @@ std::string progress_request_body(const ProgressReport& r) {
       .dump();
 }
 
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return std::nullopt;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  std::chrono::seconds::rep seconds = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (ec == std::errc::result_out_of_range) return std::chrono::seconds::max();
+  if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return std::chrono::seconds(seconds);
+}
+
 Expected<ProgressAction> parse_progress_response(std::string_view body) {
   nlohmann::json doc;
   try {
@@ -98,8 +113,10 @@ struct ProgressClient::Impl {
   asio::io_context io;
 
   // One attempt. Each step runs asynchronously under the stream's expiry, so a silent server
-  // costs at most the timeout.
-  Expected<ProgressAction, ProgressError> attempt(const std::string& body) {
+  // costs at most the timeout. `retry_after` is set from a 429's or 503's Retry-After.
+  Expected<ProgressAction, ProgressError> attempt(
+      const std::string& body, std::optional<std::chrono::seconds>& retry_after) {
+    retry_after.reset();
     auto transient = [](std::string m) { return unexpected(ProgressError{std::move(m), false}); };
     beast::tcp_stream stream(io);
     std::optional<error_code> done;
@@ -146,6 +163,10 @@ struct ProgressClient::Impl {
     const unsigned status = response.result_int();
     // 5xx and 429 (the endpoint rate-limits reports per job) pass; other answers are final.
     if (status >= 500 || status == 429) {
+      if (status == 429 || status == 503) {
+        const auto value = response[http::field::retry_after];
+        retry_after = parse_retry_after(std::string_view(value.data(), value.size()));
+      }
       return transient(
           fmt::format("the endpoint answered HTTP {}: {}", status, response.body().substr(0, 200)));
     }
@@ -185,7 +206,8 @@ Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressRepor
   const std::string body = progress_request_body(report);
   auto backoff = impl_->options.first_backoff;
   for (int attempt = 1;; ++attempt) {
-    auto result = impl_->attempt(body);
+    std::optional<std::chrono::seconds> retry_after;
+    auto result = impl_->attempt(body, retry_after);
     if (result || result.error().rejected || attempt >= impl_->options.attempts) {
       if (!result) {
         return unexpected(
@@ -195,9 +217,17 @@ Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressRepor
       }
       return result;
     }
-    spdlog::warn("event=progress_retry attempt={} backoff_ms={} error=\"{}\"", attempt,
-                 backoff.count(), result.error().message);
-    impl_->options.sleep(backoff);
+    // The endpoint's Retry-After when it asks for longer than the backoff, but never more than
+    // kMaxRetryAfter.
+    auto wait = backoff;
+    if (retry_after) {
+      wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::min(*retry_after, kMaxRetryAfter)));
+    }
+    spdlog::warn("event=progress_retry attempt={} backoff_ms={} retry_after_s={} error=\"{}\"",
+                 attempt, wait.count(), retry_after ? std::to_string(retry_after->count()) : "-",
+                 result.error().message);
+    impl_->options.sleep(wait);
     backoff *= 2;
   }
 }

@@ -2,12 +2,14 @@
 // {"phase","rank","epoch","loss"} to DEPL_PROGRESS_URL with "Authorization: Bearer <token>" and
 // the controller answers {"action": "continue" | "checkpointAndExit"}. A small blocking HTTP/1.1
 // client (Beast stays inside the .cpp); connection errors, timeouts, 5xx and 429 are retried
-// with exponential backoff, any other 4xx is final.
+// with exponential backoff, any other 4xx is final. A 429 or 503 with Retry-After is retried no
+// sooner than it asks (up to kMaxRetryAfter).
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,11 +31,16 @@ struct ProgressError {
   bool rejected = false;  // the endpoint refused the report (4xx): retrying cannot help
 };
 
+// The longest wait a Retry-After gets: an endpoint that asks for more (broken or hostile) cannot
+// park the worker for longer than this per attempt.
+inline constexpr std::chrono::seconds kMaxRetryAfter{60};
+
 struct ProgressClientOptions {
   std::string url;    // http://host[:port]/path
   std::string token;  // sent as a bearer token
   int attempts = 5;
-  std::chrono::milliseconds first_backoff{200};                 // doubles after each failed attempt
+  // Doubles after each failed attempt; a longer Retry-After on 429 or 503 is waited instead.
+  std::chrono::milliseconds first_backoff{200};
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per attempt
   // Waits between attempts; injectable so tests of the retry path need not sleep.
   std::function<void(std::chrono::milliseconds)> sleep;
@@ -41,6 +48,11 @@ struct ProgressClientOptions {
 
 // The request body for a report (exactly the four fields of the contract).
 std::string progress_request_body(const ProgressReport& report);
+
+// A Retry-After value in its delay-seconds form (RFC 9110 §10.2.3: digits, a whole number of
+// seconds); nothing for anything else, the HTTP-date form included. A number too large for the
+// type reads as seconds::max().
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value);
 
 // Reads the controller's answer; anything but a JSON object with a known "action" is an error.
 Expected<ProgressAction> parse_progress_response(std::string_view body);
