@@ -120,6 +120,17 @@ void check_reply(const HttpReply& reply) {
     check(error != body.end() && error->is_string() && !error->get<std::string>().empty(),
           "an error reply says what is wrong");
   }
+  if (reply.status == 429) {
+    // Retry-After: whole seconds, at least 1.
+    bool has_retry_after = false;
+    for (const auto& [name, value] : reply.headers) {
+      if (name != "Retry-After") continue;
+      has_retry_after = !value.empty() &&
+                        value.find_first_not_of("0123456789") == std::string::npos &&
+                        value != "0" && value.front() != '0';
+    }
+    check(has_retry_after, "a 429 carries Retry-After in whole seconds, at least 1");
+  }
 }
 
 }  // namespace
