@@ -116,10 +116,12 @@ int last_acked_epoch(const fs::path& acks, int phase, int rank) {
 class FaultsE2e : public ControllerProcessE2e {
  protected:
   // Fails the next `count` requests of the controller (by its User-Agent) that `also` accepts
-  // with `code`, waits until all of them were answered so, and lets its requests through again.
-  // Returns whether the controller made that many such requests within kWait.
+  // with `code`, runs `meanwhile` (what makes the controller send them), waits until all of them
+  // were answered so, and lets its requests through again. Returns whether the controller made
+  // that many such requests within kWait.
   bool fail_controller_requests(const std::string& identity, int count, int code,
-                                std::function<bool(const devcluster::RequestSummary&)> also) {
+                                std::function<bool(const devcluster::RequestSummary&)> also,
+                                const std::function<void()>& meanwhile = {}) {
     auto failed = std::make_shared<std::atomic<int>>(0);
     cluster_->fail_requests_where(
         [identity, count, failed, also](const devcluster::RequestSummary& r) {
@@ -128,9 +130,35 @@ class FaultsE2e : public ControllerProcessE2e {
           return failed->fetch_add(1) < count;
         },
         code);
+    if (meanwhile) meanwhile();
     const bool all = wait_until([&] { return failed->load() >= count; });
     cluster_->fail_requests_where({}, 0);
     return all;
+  }
+
+  // Runs a one-worker job `name` on a new controller `identity` whose first two POSTs to a path
+  // ending in `suffix` are answered `code`; returns the job once it has ended.
+  json run_through_two_refused_posts(const std::string& identity, const std::string& name,
+                                     const std::string& suffix, int code) {
+    const std::uint16_t port = free_loopback_port();
+    EXPECT_NE(port, 0);
+    auto controller =
+        spawn_controller(identity, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
+    EXPECT_TRUE(controller->started());
+    json job = patient_job(name, 0.1);
+    job["spec"]["training"]["workers"]["min"] = 1;
+    EXPECT_TRUE(fail_controller_requests(
+        identity, 2, code,
+        [suffix](const devcluster::RequestSummary& r) {
+          return r.method == "POST" && r.path.ends_with(suffix);
+        },
+        [&] { create_job(job); }))
+        << "the controller did not POST to ..." << suffix << " twice";
+    json done = wait_job(
+        name, [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
+        "the job to finish");
+    EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+    return done;
   }
 
   // Waits until the job has reported `more` epochs past the ones it had.
@@ -275,29 +303,7 @@ TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompl
 // again: it runs once, with one Secret, and nothing is duplicated.
 TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
-  const std::uint16_t port = free_loopback_port();
-  ASSERT_NE(port, 0);
-  const std::string me = "secret-controller";
-  auto controller = spawn_controller(me, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
-  ASSERT_TRUE(controller->started());
-  auto failed = std::make_shared<std::atomic<int>>(0);
-  cluster_->fail_requests_where(
-      [me, failed](const devcluster::RequestSummary& r) {
-        return r.user_agent.find("identity=" + me) != std::string::npos && r.method == "POST" &&
-               r.path.ends_with("/secrets") && failed->fetch_add(1) < 2;
-      },
-      500);
-  json job = patient_job("tokenless", 0.1);
-  job["spec"]["training"]["workers"]["min"] = 1;
-  create_job(job);
-  EXPECT_TRUE(wait_until([&] { return failed->load() >= 2; }))
-      << "the controller did not try to write the Secret twice";
-  cluster_->fail_requests_where({}, 0);
-  json done = wait_job(
-      "tokenless",
-      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
-      "the job to finish");
-  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  run_through_two_refused_posts("secret-controller", "tokenless", "/secrets", 500);
   EXPECT_EQ(list(resources::secrets(), "depl.dev/job=tokenless").size(), 1u);
   expect_job_invariants("tokenless");
 }
@@ -309,29 +315,7 @@ TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
 // refusal is told by a FailedCreate Warning Event; the create is retried and the job completes.
 TEST_F(FaultsE2e, ARefusedCreateAfterTheStatusWriteKeepsItsEventsAndIsToldAsFailedCreate) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
-  const std::uint16_t port = free_loopback_port();
-  ASSERT_NE(port, 0);
-  const std::string me = "events-controller";
-  auto controller = spawn_controller(me, {"--progress-addr", fmt::format("127.0.0.1:{}", port)});
-  ASSERT_TRUE(controller->started());
-  auto failed = std::make_shared<std::atomic<int>>(0);
-  cluster_->fail_requests_where(
-      [me, failed](const devcluster::RequestSummary& r) {
-        return r.user_agent.find("identity=" + me) != std::string::npos && r.method == "POST" &&
-               r.path.ends_with("/pods") && failed->fetch_add(1) < 2;
-      },
-      403);
-  json job = patient_job("eventful", 0.1);
-  job["spec"]["training"]["workers"]["min"] = 1;
-  create_job(job);
-  EXPECT_TRUE(wait_until([&] { return failed->load() >= 2; }))
-      << "the controller did not try to create a pod twice";
-  cluster_->fail_requests_where({}, 0);
-  json done = wait_job(
-      "eventful",
-      [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
-      "the job to finish");
-  EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+  run_through_two_refused_posts("events-controller", "eventful", "/pods", 403);
   std::map<std::string, int> reasons;
   std::vector<std::string> failed_creates;
   for (const auto& e : events_of("eventful")) {
