@@ -146,6 +146,12 @@ struct ApiStore::Impl {
   // The rest of create() (lock held): the same answer create() gives for the same body.
   ApiResult commit_create(const ResourceType& type, const ResourceRef& ref, PreparedCreate prepared,
                           const WriteOptions& options, const std::string& now, ObjectPtr& created);
+  // The end of every create (lock held): stores `body` under `key` with the next
+  // resourceVersion, records the write, and lets the garbage collector look at the new object's
+  // owners. Returns the object `key` holds afterwards, or the stored one if the collector has
+  // deleted it already.
+  ObjectPtr store_created(const ResourceType& type, const ResourceRef& ref, const std::string& name,
+                          const std::string& key, nlohmann::json body, const WriteOptions& options);
   PreparedWrite prepare_update(const ResourceType& type, const ResourceRef& ref,
                                const ObjectPtr& current, nlohmann::json body,
                                const WriteOptions& options, const std::string& now) const;

@@ -257,6 +257,13 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   if (options.dry_run) {
     return ApiResult{201, *present(type, std::make_shared<const json>(body)), warnings};
   }
+  return ApiResult{
+      201, *present(type, store_created(type, ref, name, key, std::move(body), options)), warnings};
+}
+
+ObjectPtr ApiStore::Impl::store_created(const ResourceType& type, const ResourceRef& ref,
+                                        const std::string& name, const std::string& key, json body,
+                                        const WriteOptions& options) {
   json stored = to_storage(type, std::move(body));
   set_rv(stored, next_rv());
   auto object = std::make_shared<const json>(std::move(stored));
@@ -277,7 +284,7 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   }
   if (!owner_uids.empty()) collect_garbage(owner_uids, {}, {});
   ObjectPtr latest = lookup(type.storage_key, key);
-  return ApiResult{201, *present(type, latest ? latest : object), warnings};
+  return latest ? latest : object;
 }
 
 bool ApiStore::Impl::can_prepare_create(const ResourceType& type, const json& body) {
@@ -381,25 +388,7 @@ ApiResult ApiStore::Impl::commit_create(const ResourceType& type, const Resource
     created = std::make_shared<const json>(std::move(prepared.object));
     return ApiResult{201, nullptr, std::move(prepared.warnings)};
   }
-  json stored = to_storage(type, std::move(prepared.object));
-  set_rv(stored, next_rv());
-  auto object = std::make_shared<const json>(std::move(stored));
-  put(type.storage_key, key, object, nullptr);
-  after_write(type, *object, false);
-  ResourceRef written = ref;
-  written.name = name;
-  record_write("create", type, written, default_manager(options), options.user_agent, 201);
-  // As in create(): new dependents of owners that are gone already are deleted right away.
-  std::vector<std::string> owner_uids;
-  static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
-  if (object->contains(kOwnerReferences)) {
-    for (const auto& r : (*object)[kOwnerReferences]) {
-      if (r.is_object()) owner_uids.push_back(r.value("uid", ""));
-    }
-  }
-  if (!owner_uids.empty()) collect_garbage(owner_uids, {}, {});
-  ObjectPtr latest = lookup(type.storage_key, key);
-  created = latest ? latest : object;
+  created = store_created(type, ref, name, key, std::move(prepared.object), options);
   return ApiResult{201, nullptr, std::move(prepared.warnings)};
 }
 
