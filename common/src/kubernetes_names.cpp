@@ -27,6 +27,15 @@ bool is_dns1123_subdomain(std::string_view s) {
                      [](char c) { return lower_alnum(c) || c == '-' || c == '.'; });
 }
 
+bool has_dns1123_label_form(std::string_view s) {
+  if (s.empty() || !lower_alnum(s.front()) || !lower_alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return lower_alnum(c) || c == '-'; });
+}
+
+bool has_dns1035_label_form(std::string_view s) {
+  return has_dns1123_label_form(s) && s.front() >= 'a' && s.front() <= 'z';
+}
+
 bool is_qualified_name_part(std::string_view s) {
   if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
   return std::all_of(s.begin(), s.end(),

@@ -367,10 +367,7 @@ void check_job_name(const json& job, Problems& p) {
   if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) return;
   const std::string& n = name->get_ref<const std::string&>();
   constexpr std::size_t kLongest = 63 - std::char_traits<char>::length("-p0-w0");
-  bool shaped = n.front() >= 'a' && n.front() <= 'z' && n.back() != '-';
-  for (char c : n)
-    shaped = shaped && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
-  if (!shaped) {
+  if (!has_dns1035_label_form(n)) {
     p.add("metadata.name",
           fmt::format("must start with a lowercase letter, hold only lowercase letters, digits and "
                       "'-', and not end with '-': it begins the names of the job's Services and "

@@ -17,6 +17,17 @@ TEST(KubernetesNames, Dns1123Subdomain) {
   EXPECT_FALSE(is_dns1123_subdomain(std::string(254, 'a')));
 }
 
+TEST(KubernetesNames, Dns1123And1035LabelForms) {
+  for (const char* fine : {"a", "0", "web-1", "1web"}) EXPECT_TRUE(has_dns1123_label_form(fine));
+  for (const char* bad : {"", "-a", "a-", "a.b", "A", "a_b"})
+    EXPECT_FALSE(has_dns1123_label_form(bad)) << bad;
+  EXPECT_TRUE(has_dns1035_label_form("web-1"));
+  EXPECT_FALSE(has_dns1035_label_form("1web"));  // a letter first
+  EXPECT_FALSE(has_dns1035_label_form("web-"));
+  // Length is checked apart: the form alone holds at any length.
+  EXPECT_TRUE(has_dns1123_label_form(std::string(64, 'a')));
+}
+
 TEST(KubernetesNames, QualifiedNamesAndLabelValues) {
   for (const char* ok : {"MyName", "my.name", "123-abc", "example.com/fpga", "a/b_c"})
     EXPECT_TRUE(is_qualified_name(ok)) << ok;

@@ -37,9 +37,6 @@ constexpr const char* kQuantityRegex =
     "quantities must match the regular expression "
     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
-bool lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
 std::string quoted(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -192,9 +189,9 @@ void check_dns_label(const json& spec, const char* key, const std::string& path,
   if (value.size() > 63) {
     errors.push_back(invalid_value(field, quoted(value), "must be no more than 63 characters"));
   }
-  bool ok = lower_alnum(value.front()) && lower_alnum(value.back());
-  for (char c : value) ok = ok && (lower_alnum(c) || c == '-');
-  if (!ok) errors.push_back(invalid_value(field, quoted(value), kDns1123Label));
+  if (!has_dns1123_label_form(value)) {
+    errors.push_back(invalid_value(field, quoted(value), kDns1123Label));
+  }
 }
 
 std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod) {
@@ -228,9 +225,9 @@ std::optional<ApiResult> validate_service(const ResourceType& type, const json& 
     errors.push_back(
         invalid_value("metadata.name", quoted(name), "must be no more than 63 characters"));
   }
-  bool ok = !name.empty() && name.front() >= 'a' && name.front() <= 'z' && lower_alnum(name.back());
-  for (char c : name) ok = ok && (lower_alnum(c) || c == '-');
-  if (!ok) errors.push_back(invalid_value("metadata.name", quoted(name), kDns1035Label));
+  if (!has_dns1035_label_form(name)) {
+    errors.push_back(invalid_value("metadata.name", quoted(name), kDns1035Label));
+  }
   if (errors.empty()) return std::nullopt;
   return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
 }

@@ -11,6 +11,15 @@ namespace depl {
 // a letter or digit (object names, label key prefixes, resource name domains).
 bool is_dns1123_subdomain(std::string_view s);
 
+// The form of a lowercase RFC 1123 label, whatever its length: non-empty, of a-z, 0-9 and '-',
+// starting and ending with a letter or digit (a pod's hostname and subdomain). A label is also at
+// most 63 characters; callers check that apart, as the API server reports it apart.
+bool has_dns1123_label_form(std::string_view s);
+
+// The form of a lowercase RFC 1035 label, whatever its length: as a DNS-1123 label, but starting
+// with a letter (Service names). At most 63 characters too, checked apart.
+bool has_dns1035_label_form(std::string_view s);
+
 // The name part of a qualified name: 1 to 63 of A-Z, a-z, 0-9, '-', '_' and '.', starting and
 // ending with a letter or digit.
 bool is_qualified_name_part(std::string_view s);
