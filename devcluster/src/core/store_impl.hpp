@@ -8,6 +8,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -146,6 +147,10 @@ struct ApiStore::Impl {
   // The rest of create() (lock held): the same answer create() gives for the same body.
   ApiResult commit_create(const ResourceType& type, const ResourceRef& ref, PreparedCreate prepared,
                           const WriteOptions& options, const std::string& now, ObjectPtr& created);
+  // Why a create of `name` (stored under `key`) cannot go ahead whatever its body (lock held):
+  // its namespace is missing or being deleted, or the name is taken.
+  std::optional<ApiResult> refuse_create(const ResourceType& type, const ResourceRef& ref,
+                                         const std::string& name, const std::string& key) const;
   // The end of every create (lock held): stores `body` under `key` with the next
   // resourceVersion, records the write, and lets the garbage collector look at the new object's
   // owners. Returns the object `key` holds afterwards, or the stored one if the collector has

@@ -179,6 +179,27 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
   return std::nullopt;
 }
 
+std::optional<ApiResult> ApiStore::Impl::refuse_create(const ResourceType& type,
+                                                       const ResourceRef& ref,
+                                                       const std::string& name,
+                                                       const std::string& key) const {
+  if (type.namespaced) {
+    ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
+    if (!ns) return not_found("namespaces", ref.ns);
+    static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
+    if (ns->contains(kDeletionTimestamp)) {
+      return status_error(
+          403, "Forbidden",
+          fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
+                      "because it is being terminated",
+                      type.qualified_resource(), name, ref.ns),
+          {{"name", name}, {"kind", type.plural}});
+    }
+  }
+  if (lookup(type.storage_key, key)) return already_exists(type.qualified_resource(), name);
+  return std::nullopt;
+}
+
 ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& ref, json body,
                                  const WriteOptions& options, bool from_apply) {
   if (auto problem = check_kind(type.api_version(), type.kind, body)) return *problem;
@@ -220,21 +241,8 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
                    {{"FieldValueInvalid", "metadata.name",
                      fmt::format("Invalid value: \"{}\": {}", name, *problem)}});
   }
-  if (type.namespaced) {
-    ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
-    if (!ns) return not_found("namespaces", ref.ns);
-    static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
-    if (ns->contains(kDeletionTimestamp)) {
-      return status_error(
-          403, "Forbidden",
-          fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
-                      "because it is being terminated",
-                      type.qualified_resource(), name, ref.ns),
-          {{"name", name}, {"kind", type.plural}});
-    }
-  }
   std::string key = object_key(type.namespaced ? ref.ns : "", name);
-  if (lookup(type.storage_key, key)) return already_exists(type.qualified_resource(), name);
+  if (auto refused = refuse_create(type, ref, name, key)) return std::move(*refused);
 
   std::vector<std::string> warnings;
   apply_builtin_defaults(type, body, next_cluster_ip);
@@ -365,21 +373,8 @@ ApiResult ApiStore::Impl::commit_create(const ResourceType& type, const Resource
                                         const std::string& now, ObjectPtr& created) {
   if (prepared.answer) return std::move(*prepared.answer);
   const std::string& name = prepared.name;
-  if (type.namespaced) {
-    ObjectPtr ns = lookup("/namespaces", object_key("", ref.ns));
-    if (!ns) return not_found("namespaces", ref.ns);
-    static const json::json_pointer kDeletionTimestamp("/metadata/deletionTimestamp");
-    if (ns->contains(kDeletionTimestamp)) {
-      return status_error(
-          403, "Forbidden",
-          fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} "
-                      "because it is being terminated",
-                      type.qualified_resource(), name, ref.ns),
-          {{"name", name}, {"kind", type.plural}});
-    }
-  }
   std::string key = object_key(type.namespaced ? ref.ns : "", name);
-  if (lookup(type.storage_key, key)) return already_exists(type.qualified_resource(), name);
+  if (auto refused = refuse_create(type, ref, name, key)) return std::move(*refused);
   if (prepared.refusal) return std::move(*prepared.refusal);
   json& owned = prepared.object["metadata"];
   owned["uid"] = new_uid();
