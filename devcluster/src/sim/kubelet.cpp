@@ -235,10 +235,12 @@ struct Kubelet::Impl {
     if (node.empty()) return;
     const bool deleting = pod["metadata"].contains("deletionTimestamp");
     if (it == runs.end()) {
+      // No node, no kubelet: a pod bound to a node that is gone (or not registered yet) is
+      // neither started nor removed here; the pod garbage collector (sim/pod_gc) deals with it.
+      auto found = nodes.objects().find(node);
+      if (found == nodes.objects().end()) return;
       if (deleting) return force_remove(pod);
       if (pod_is_terminal(pod)) return;
-      auto found = nodes.objects().find(node);
-      if (found == nodes.objects().end()) return;  // waits for the node
       const json* node_object = found->second.get();
       if (!node_is_ready(*node_object)) {
         fail_unstarted(pod, node);
