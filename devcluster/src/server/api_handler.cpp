@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <set>
 
 #include "depl/devcluster/table.hpp"
 #include "server/api_path.hpp"
@@ -134,6 +136,27 @@ json version_document(const std::string& git_version) {
 }
 
 // The per-watch glue between a store subscription and a chunked HTTP response.
+struct WatchBridge;
+
+}  // namespace
+
+// The resources whose HTTP watches lag (ApiHandler::hold_watch_events), and the open watch
+// streams, so that a release sends what was kept at once.
+struct WatchHold {
+  std::atomic<bool> any{false};  // read on every event: the common case takes no lock
+  std::mutex mutex;
+  std::set<std::string> plurals;
+  std::vector<std::weak_ptr<WatchBridge>> bridges;
+
+  bool holds(const std::string& plural) {
+    if (!any.load(std::memory_order_acquire)) return false;
+    std::lock_guard lock(mutex);
+    return plurals.count(plural) > 0;
+  }
+};
+
+namespace {
+
 struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
   std::shared_ptr<WatchSubscription> subscription;
   std::shared_ptr<ChunkWriter> writer;
@@ -142,6 +165,7 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
   std::string include;
   ResourceType type;
   ApiStore* store = nullptr;
+  std::shared_ptr<WatchHold> hold;
 
   std::string encode(const WatchEvent& event) const {
     if (table && event.object &&
@@ -163,6 +187,9 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
 
   void pump() {
     std::lock_guard lock(mutex);
+    if (!writer) return;  // not started yet: its start pumps
+    // A lagging watch keeps its events (and its end) in the subscription until released.
+    if (hold && hold->holds(type.plural)) return;
     const bool was_closed = subscription->closed();
     auto events = subscription->drain();
     std::string out;
@@ -175,7 +202,7 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
 }  // namespace
 
 ApiHandler::ApiHandler(ApiStore& store, ApiHandlerOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store), options_(std::move(options)), hold_(std::make_shared<WatchHold>()) {
   if (options_.bookmark_interval.count() > 0) {
     // Periodic bookmarks keep long watches resumable (client-go asks for them).
     auto tick = std::make_shared<std::function<void()>>();
@@ -198,6 +225,27 @@ void ApiHandler::set_server_address(std::string address) {
 void ApiHandler::set_log_source(PodLogSource* source) {
   std::lock_guard lock(mutex_);
   log_source_ = source;
+}
+
+void ApiHandler::hold_watch_events(const std::string& plural) {
+  std::lock_guard lock(hold_->mutex);
+  hold_->plurals.insert(plural);
+  hold_->any.store(true, std::memory_order_release);
+}
+
+void ApiHandler::release_watch_events() {
+  std::vector<std::shared_ptr<WatchBridge>> open;
+  {
+    std::lock_guard lock(hold_->mutex);
+    hold_->plurals.clear();
+    hold_->any.store(false, std::memory_order_release);
+    for (const auto& weak : hold_->bridges) {
+      if (auto bridge = weak.lock()) open.push_back(std::move(bridge));
+    }
+  }
+  for (const auto& bridge : open) {
+    bridge->pump();
+  }
 }
 
 void ApiHandler::fail_next_requests(int count, int code) {
@@ -461,12 +509,21 @@ HandlerResult ApiHandler::handle_watch(HttpRequest& request, const ResourceType&
   bridge->include = include_object(request);
   bridge->type = type;
   bridge->store = &store_;
+  bridge->hold = hold_;
+  {
+    std::lock_guard lock(hold_->mutex);
+    std::erase_if(hold_->bridges, [](const auto& b) { return b.expired(); });
+    hold_->bridges.push_back(bridge);
+  }
   const auto timeout = parse_int<long>(request.query_param("timeoutSeconds"));
 
   StreamingResponse response;
   response.content_type = "application/json";
   response.start = [this, bridge, timeout](std::shared_ptr<ChunkWriter> writer) {
-    bridge->writer = writer;
+    {
+      std::lock_guard lock(bridge->mutex);  // release_watch_events() may pump meanwhile
+      bridge->writer = writer;
+    }
     std::weak_ptr<WatchBridge> weak = bridge;
     bridge->subscription->set_notifier([weak] {
       if (auto b = weak.lock()) b->pump();

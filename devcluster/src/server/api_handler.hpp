@@ -46,6 +46,8 @@ struct ApiHandlerOptions {
   std::string git_version = "v1.32.0-depl";
 };
 
+struct WatchHold;  // api_handler.cpp
+
 class ApiHandler {
  public:
   ApiHandler(ApiStore& store, ApiHandlerOptions options);
@@ -70,6 +72,10 @@ class ApiHandler {
   // `observe` sees every resource request as it arrives, before any injected failure; empty:
   // none. Runs on the server's threads, under the handler's lock.
   void observe_requests(std::function<void(const HttpRequest&)> observe);
+  // The HTTP watches of resource `plural` ("pods") lag: their events are kept, in order, until
+  // release_watch_events(), which sends what was kept and ends the lag of every resource.
+  void hold_watch_events(const std::string& plural);
+  void release_watch_events();
 
  private:
   HandlerResult handle_resource(HttpRequest& request, const ApiPath& path);
@@ -94,6 +100,8 @@ class ApiHandler {
   std::uint64_t openapi_generation_ = ~0ull;
   nlohmann::json openapi_index_;
   std::shared_ptr<std::function<void()>> bookmark_tick_;
+  // The lagging watches (hold_watch_events); shared with every watch stream.
+  std::shared_ptr<WatchHold> hold_;
   // Last member: destroyed first, so no timer callback runs while other members go away.
   TimerThread timers_;
 };

@@ -278,6 +278,14 @@ void DevCluster::compact_history() {
   impl_->store->compact();
 }
 
+void DevCluster::hold_watch_events(const std::string& plural) {
+  if (impl_->handler) impl_->handler->hold_watch_events(plural);
+}
+
+void DevCluster::release_watch_events() {
+  if (impl_->handler) impl_->handler->release_watch_events();
+}
+
 void DevCluster::fail_next_requests(int count, int code) {
   if (impl_->handler) impl_->handler->fail_next_requests(count, code);
 }

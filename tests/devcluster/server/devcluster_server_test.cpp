@@ -145,6 +145,37 @@ TEST_F(DevClusterTest, DroppedWatchesEnd) {
   EXPECT_TRUE(watch.ended());
 }
 
+TEST_F(DevClusterTest, HeldWatchEventsWaitInOrderUntilReleased) {
+  TestStream configmaps(port(), "/api/v1/namespaces/default/configmaps?watch=1");
+  TestStream secrets(port(), "/api/v1/namespaces/default/secrets?watch=1");
+  ASSERT_EQ(configmaps.status(), 200);
+  ASSERT_EQ(secrets.status(), 200);
+  cluster_->hold_watch_events("configmaps");
+  auto create = [&](const std::string& plural, const std::string& kind, const std::string& name) {
+    json object = {{"apiVersion", "v1"}, {"kind", kind}, {"metadata", {{"name", name}}}};
+    ASSERT_TRUE(store().create(ResourceRef{"", "v1", plural, "default", "", ""}, object).ok());
+  };
+  create("configmaps", "ConfigMap", "c1");
+  create("configmaps", "ConfigMap", "c2");
+  create("secrets", "Secret", "s1");
+  // Other resources' watches are not held; the held one is served as usual otherwise.
+  auto secret = secrets.next_line(std::chrono::seconds(10));
+  ASSERT_TRUE(secret);
+  EXPECT_EQ(json::parse(*secret)["object"]["metadata"]["name"], "s1");
+  EXPECT_EQ(store().get(ResourceRef{"", "v1", "configmaps", "default", "c2", ""}).code, 200);
+  // A watch opened now lags as well (it ends when its wait for a line times out).
+  TestStream late(port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0");
+  ASSERT_EQ(late.status(), 200);
+  EXPECT_FALSE(late.next_line(std::chrono::milliseconds(300))) << "an event was not held";
+  cluster_->release_watch_events();
+  create("configmaps", "ConfigMap", "c3");
+  for (const char* name : {"c1", "c2", "c3"}) {
+    auto line = configmaps.next_line(std::chrono::seconds(10));
+    ASSERT_TRUE(line) << name;
+    EXPECT_EQ(json::parse(*line)["object"]["metadata"]["name"], name);
+  }
+}
+
 TEST_F(DevClusterTest, FailsTheNextRequestsOnDemand) {
   cluster_->fail_next_requests(2, 429);
   auto first = http_request(port(), "GET", "/api/v1/namespaces");

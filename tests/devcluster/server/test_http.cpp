@@ -107,9 +107,14 @@ std::optional<std::string> TestStream::next_line(std::chrono::milliseconds timeo
     }
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+    // tcp_stream's timeout applies to asynchronous operations only: read asynchronously and run
+    // the context until the read completes (or times out and is cancelled).
     impl_->stream.expires_after(left);
     beast::error_code ec;
-    http::read_some(impl_->stream, impl_->buffer, impl_->parser, ec);
+    http::async_read_some(impl_->stream, impl_->buffer, impl_->parser,
+                          [&ec](beast::error_code e, std::size_t) { ec = e; });
+    impl_->ioc.restart();
+    impl_->ioc.run();
     if (ec == beast::error::timeout) {
       // A timed-out tcp_stream is closed; the stream cannot be read any more.
       impl_->ended = true;

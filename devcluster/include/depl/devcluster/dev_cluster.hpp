@@ -82,6 +82,11 @@ class DevCluster {
   void drop_watches();
   // Forgets the watch history: resuming from any earlier resourceVersion gets 410 Gone.
   void compact_history();
+  // The HTTP watches of resource `plural` ("pods") lag behind the store, as behind a slow watch
+  // cache: their events are kept, in order, until release_watch_events() sends them (and ends
+  // the lag of every resource). Lists, gets and writes are served as usual.
+  void hold_watch_events(const std::string& plural);
+  void release_watch_events();
   // The next `count` resource requests answer `code` (409, 429 with Retry-After, 500, ...).
   void fail_next_requests(int count, int code);
   // Every resource request for which `match` is true answers `code` the same way, without
