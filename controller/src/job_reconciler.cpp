@@ -79,6 +79,8 @@ void describe_controller_metrics(MetricsRegistry& r) {
   r.describe("depl_solver_duration_seconds", T::Histogram,
              "Time spent in the DepL solver per solve.");
   r.describe("depl_replans_total", T::Counter, "Changes of plan (first plans included).");
+  r.describe("depl_reconcile_awaiting_creates_total", T::Counter,
+             "Reconciles put off until the caches showed the pods and Services just created.");
   r.describe("depl_progress_reports_total", T::Counter, "Progress reports answered, by HTTP code.");
   r.describe("depl_workqueue_depth", T::Gauge, "Keys waiting in the work queue.");
   r.describe("depl_workqueue_adds_total", T::Counter, "Keys added to the work queue.");
@@ -173,6 +175,15 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (!cached) return finish(kube::Action::await_change());  // deleted; GC removes children
   const json& job = *cached;
   const std::string who = fmt::format("job={}/{}", key.namespace_, key.name);
+  const std::string uid = str(job["metadata"], "uid");
+  if (auto awaited = caches_.expectations.pending(uid)) {
+    // The caches do not show all this job's creates yet: deciding now would create them again.
+    // Their events enqueue the job; the requeue is for the case they never come.
+    metrics_.add("depl_reconcile_awaiting_creates_total", {});
+    spdlog::debug("msg=\"waiting for the caches to show what was created\" {} objects={}", who,
+                  awaited->objects);
+    return finish(kube::Action::requeue_after(awaited->expires_in));
+  }
 
   Decision d = decide(view_of(job), options_.decide);
   if (d.solve_seconds >= 0) metrics_.observe("depl_solver_duration_seconds", {}, d.solve_seconds);
@@ -262,8 +273,11 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     if (stop.stop_requested()) break;
     const std::string kind = object.value("kind", "");
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
+    const std::string name = str(object["metadata"], "name");
+    caches_.expectations.expect(uid, kind, key.namespace_, name);
     auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && !created.error().is_already_exists()) {
+      caches_.expectations.forget(uid, kind, key.namespace_, name);
       if (is_rejection(created.error())) {
         report_rejection(job, object, created.error());
       } else if (tells_the_user(created.error())) {

@@ -209,6 +209,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto jobs = informer(job_resource(), config.watch_namespace);
   GpuLedger gpus;
   PlacementLine line(gpus);
+  CreateExpectations expectations(clock);  // fed by the pods and services informers below
   // What the caches keep: no managedFields anywhere (nothing here reads them), and of pods only
   // what placement and the reconciler read (trim_cached_pod drops managedFields too).
   jobs->set_transform(kube::strip_managed_fields);
@@ -217,8 +218,18 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   auto pods = informer(resources::pods(), "", "", "", cached_pod_fields());
   pods->set_transform(trim_cached_pod);
   pods->add_handlers(gpus.handlers());  // before the controller's handlers (see GpuLedger)
+  // Also before them: the reconcile a pod event starts finds that pod observed.
+  pods->add_handlers(expectations.handlers("Pod"));
   auto nodes = informer(resources::nodes(), "");
   auto services = informer(resources::services(), config.watch_namespace, managed);
+  services->add_handlers(expectations.handlers("Service"));
+  {
+    kube::ResourceEventHandlers forget_job;
+    forget_job.on_delete = [&](const kube::ObjectPtr& job) {
+      expectations.erase(job->value("/metadata/uid"_json_pointer, std::string()));
+    };
+    jobs->add_handlers(std::move(forget_job));
+  }
   auto secrets = informer(resources::secrets(), config.watch_namespace, managed);
   auto config_maps =
       informer(resources::config_maps(), catalog_ns, "", "metadata.name=depl-gpu-catalog");
@@ -309,7 +320,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   JobReconciler reconciler(
       client,
       {jobs->store(), pods->store(), gpus, line, nodes->store(), services->store(),
-       secrets->store(), config_maps->store()},
+       secrets->store(), config_maps->store(), expectations},
       clock,
       [&](const json& object, const EventSpec& e) {
         events.post(object,

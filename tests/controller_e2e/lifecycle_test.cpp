@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include "depl/controller/job_resource.hpp"
@@ -30,13 +33,13 @@ std::string model_image(const json& job, const std::string& model) {
 }
 
 // The value of the first sample of `metric` whose labels include every one of `labels`
-// (`name="value"` each) in the Prometheus text `metrics`, or -1.
+// (`name="value"` each; none for a metric without labels) in the Prometheus text `metrics`, or -1.
 double sample(const std::string& metrics, const std::string& metric,
               const std::vector<std::string>& labels) {
   std::istringstream lines(metrics);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.rfind(metric + "{", 0) != 0) continue;
+    if (line.rfind(metric + "{", 0) != 0 && line.rfind(metric + " ", 0) != 0) continue;
     bool all = true;
     for (const auto& l : labels) all = all && line.find(l) != std::string::npos;
     if (all) return std::stod(line.substr(line.rfind(' ') + 1));
@@ -209,6 +212,42 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
       << pods_of("doomed").size() << ", services " << list(resources::services(), selector).size()
       << ", secrets " << list(resources::secrets(), selector).size();
   EXPECT_TRUE(get_job("doomed").empty());
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+// The pods watch lags behind the jobs watch, as behind a slow watch cache: the job's own status
+// write (its plan, its first round started) comes back before the pods it created. The controller
+// waits until its caches show what it created instead of starting the round again: each phase
+// starts once (one PhaseStarted, one round), and no pod is created twice (no POST answered
+// AlreadyExists).
+TEST_F(ControllerE2e, ALaggingPodsWatchNeitherStartsARoundTwiceNorCreatesAPodTwice) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  auto pod_posts = std::make_shared<std::atomic<int>>(0);
+  cluster_->observe_requests([pod_posts](const devcluster::RequestSummary& r) {
+    if (r.method == "POST" && r.path.ends_with("/pods")) ++*pod_posts;
+  });
+  cluster_->hold_watch_events("pods");
+  create_job(job_from("job.yaml", "lagging", 0.1));
+  // The pods exist, the controller's cache does not show them, and a reconcile has found so.
+  ASSERT_TRUE(wait_until([&] {
+    const auto metrics = http_get(metrics_url() + "/metrics");
+    return !pods_of("lagging").empty() &&
+           sample(metrics.body, "depl_reconcile_awaiting_creates_total", {}) >= 1;
+  })) << "no reconcile waited for the pods it had created";
+  EXPECT_EQ(get_job("lagging")["status"]["progress"].value("round", 0), 1);
+  cluster_->release_watch_events();
+
+  const json done = wait_succeeded("lagging");
+  cluster_->observe_requests({});
+  std::map<std::string, int> started;  // PhaseStarted Events by message ("phase N: ...")
+  for (const auto& e : events_of("lagging")) {
+    if (e.value("reason", "") == "PhaseStarted")
+      started[e.value("message", "").substr(0, 8)] += e.value("count", 1);
+  }
+  ASSERT_FALSE(started.empty());
+  for (const auto& [phase, count] : started) EXPECT_EQ(count, 1) << phase;
+  EXPECT_EQ(*pod_posts, static_cast<int>(pods_->created_for("lagging").size()));
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 

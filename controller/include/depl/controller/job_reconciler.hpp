@@ -2,7 +2,8 @@
 // decide() what to do, and carries the decision out through the API client (status first, so a
 // counted failure or a new plan is never lost, then deletions and creations, then events). Every
 // step is idempotent: deterministic pod names, uid preconditions on deletes, resourceVersion
-// preconditions on status writes.
+// preconditions on status writes. A job whose last creates the caches do not show yet is left
+// alone until they do (CreateExpectations), so a lagging pods watch never starts a round twice.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "depl/common/clock.hpp"
+#include "depl/controller/create_expectations.hpp"
 #include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/metrics.hpp"
@@ -27,9 +29,10 @@ struct JobCaches {
   PlacementLine& line;      // the jobs of `jobs` in creation order (fed by its informer; a first
                             // plan written is assumed into it at once)
   const kube::Store& nodes;
-  const kube::Store& services;     // services the operator manages
-  const kube::Store& secrets;      // secrets the operator manages
-  const kube::Store& config_maps;  // the GPU catalog
+  const kube::Store& services;       // services the operator manages
+  const kube::Store& secrets;        // secrets the operator manages
+  const kube::Store& config_maps;    // the GPU catalog
+  CreateExpectations& expectations;  // creates not seen yet in `pods` and `services`
 };
 
 struct ReconcilerOptions {

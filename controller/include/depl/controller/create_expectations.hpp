@@ -1,0 +1,69 @@
+// The pods and services a job's reconcile created that the informers have not shown yet
+// ("expectations", as the Kubernetes Job and ReplicaSet controllers keep them).
+//
+// A reconcile decides from the informer caches. Right after it created a job's pods, the job's
+// own status write comes back through the jobs watch, often before the pods watch shows the pods:
+// a reconcile then would find no pods, start the round again (a second PhaseStarted, the round
+// counted twice against the NoProgress bound) and create the pods again (AlreadyExists). With
+// expectations the reconciler waits until every object it created has been seen; the pod events
+// that satisfy them enqueue the job, so nothing polls. Expectations expire after `ttl` (as the
+// Job controller's, 5 minutes), in case an object was created and deleted before any watch saw it.
+//
+// Thread-safety: every member may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/common/clock.hpp"
+#include "depl/kube/runtime/informer.hpp"
+
+namespace depl::controller {
+
+class CreateExpectations {
+ public:
+  static constexpr std::chrono::minutes kDefaultTtl{5};
+
+  explicit CreateExpectations(Clock& clock, Clock::Duration ttl = kDefaultTtl);
+
+  // Before creating `kind` `ns`/`name` for the job with uid `owner`.
+  void expect(const std::string& owner, const std::string& kind, const std::string& ns,
+              const std::string& name);
+  // The create failed (other than AlreadyExists): no event will show it.
+  void forget(const std::string& owner, const std::string& kind, const std::string& ns,
+              const std::string& name);
+  // An informer showed `object` of `kind` (added, updated or deleted).
+  void observed(const std::string& kind, const nlohmann::json& object);
+  // The job with uid `owner` is gone.
+  void erase(const std::string& owner);
+
+  // nullopt when everything created for `owner` has been seen (or the expectations expired);
+  // otherwise how many objects are still awaited and how long until they expire.
+  struct Pending {
+    std::size_t objects = 0;
+    Clock::Duration expires_in{};
+  };
+  std::optional<Pending> pending(const std::string& owner);
+
+  // Handlers for the informer of `kind` ("Pod", "Service"): every event is an observation. Add
+  // them before the controller's, so the reconcile a pod event starts finds it observed.
+  kube::ResourceEventHandlers handlers(const std::string& kind);
+
+ private:
+  struct Awaited {
+    std::set<std::string> objects;  // "Kind/namespace/name"
+    Clock::TimePoint expires{};
+  };
+  Clock& clock_;
+  Clock::Duration ttl_;
+  std::mutex mutex_;
+  std::map<std::string, Awaited, std::less<>> by_owner_;
+};
+
+}  // namespace depl::controller

@@ -1,0 +1,91 @@
+#include "depl/controller/create_expectations.hpp"
+
+namespace depl::controller {
+
+using nlohmann::json;
+
+namespace {
+
+std::string object_id(const std::string& kind, const std::string& ns, const std::string& name) {
+  std::string id;
+  id.reserve(kind.size() + ns.size() + name.size() + 2);
+  return id.append(kind).append("/").append(ns).append("/").append(name);
+}
+
+std::string text(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The uid of `object`'s controller ownerReference; "" without one.
+std::string controller_uid(const json& meta) {
+  auto owners = meta.find("ownerReferences");
+  if (owners == meta.end() || !owners->is_array()) return "";
+  for (const auto& o : *owners) {
+    if (o.is_object() && o.value("controller", false)) return text(o, "uid");
+  }
+  return "";
+}
+
+}  // namespace
+
+CreateExpectations::CreateExpectations(Clock& clock, Clock::Duration ttl)
+    : clock_(clock), ttl_(ttl) {}
+
+void CreateExpectations::expect(const std::string& owner, const std::string& kind,
+                                const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Awaited& awaited = by_owner_[owner];
+  awaited.objects.insert(object_id(kind, ns, name));
+  awaited.expires = clock_.now() + ttl_;
+}
+
+void CreateExpectations::forget(const std::string& owner, const std::string& kind,
+                                const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return;
+  it->second.objects.erase(object_id(kind, ns, name));
+  if (it->second.objects.empty()) by_owner_.erase(it);
+}
+
+void CreateExpectations::observed(const std::string& kind, const json& object) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return;
+  const std::string owner = controller_uid(*meta);
+  if (owner.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return;
+  it->second.objects.erase(object_id(kind, text(*meta, "namespace"), text(*meta, "name")));
+  if (it->second.objects.empty()) by_owner_.erase(it);
+}
+
+void CreateExpectations::erase(const std::string& owner) {
+  std::lock_guard lock(mutex_);
+  by_owner_.erase(owner);
+}
+
+std::optional<CreateExpectations::Pending> CreateExpectations::pending(const std::string& owner) {
+  std::lock_guard lock(mutex_);
+  auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return std::nullopt;
+  const auto now = clock_.now();
+  if (now >= it->second.expires) {
+    by_owner_.erase(it);
+    return std::nullopt;
+  }
+  return Pending{it->second.objects.size(), it->second.expires - now};
+}
+
+kube::ResourceEventHandlers CreateExpectations::handlers(const std::string& kind) {
+  kube::ResourceEventHandlers h;
+  h.on_add = [this, kind](const kube::ObjectPtr& object) { observed(kind, *object); };
+  h.on_update = [this, kind](const kube::ObjectPtr&, const kube::ObjectPtr& object) {
+    observed(kind, *object);
+  };
+  h.on_delete = [this, kind](const kube::ObjectPtr& object) { observed(kind, *object); };
+  return h;
+}
+
+}  // namespace depl::controller
