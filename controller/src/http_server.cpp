@@ -40,7 +40,7 @@ struct HttpServer::Impl {
       std::unique_lock lock(mutex);
       if (active >= options.max_connections) {
         lock.unlock();
-        reply_and_close(*socket, 503, "too many connections");
+        reply_and_close(*socket, 503, "too many connections");  // with Retry-After: 1
         continue;
       }
       ++active;
@@ -59,6 +59,7 @@ struct HttpServer::Impl {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
+    if (status == 503) res.set(http::field::retry_after, "1");
     res.body() = fmt::format(R"({{"error":"{}"}})", message);
     res.prepare_payload();
     boost::system::error_code ec;

@@ -272,7 +272,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
             ? HttpReply{503,
                         "application/json",
                         json{{"error", "this replica is not the leader; retry the report"}}.dump(),
-                        {}}
+                        {{"Retry-After", "1"}}}
             : progress.handle(r);
     metrics.add("depl_progress_reports_total", {{"code", std::to_string(reply.status)}});
     return reply;

@@ -64,5 +64,31 @@ TEST(HttpServer, WritesTheReplysExtraHeaders) {
   EXPECT_EQ(plain.substr(plain.find("\r\n\r\n") + 4), "ok\n");
 }
 
+// Past max_connections a connection is answered 503 at once, with a Retry-After for the client
+// (the reference worker waits it out).
+TEST(HttpServer, TooManyConnectionsAreToldWhenToComeBack) {
+  HttpServerOptions options;
+  options.max_connections = 1;
+  auto server = HttpServer::start(options, [](const HttpRequestView&) -> HttpReply {
+    return {200, "text/plain", "ok\n", {}};
+  });
+  ASSERT_TRUE(server) << server.error().message;
+  // The first connection is accepted (connections are accepted in order) and holds the only
+  // slot while it sends nothing.
+  const int idle = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(idle, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>((*server)->port()));
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+
+  const std::string refused = get((*server)->port(), "/healthz");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("\r\nRetry-After: 1\r\n"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("too many connections"), std::string::npos) << refused;
+  ::close(idle);
+}
+
 }  // namespace
 }  // namespace depl::controller

@@ -316,6 +316,8 @@ TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
 TEST_F(FaultsE2e, ARefusedCreateAfterTheStatusWriteKeepsItsEventsAndIsToldAsFailedCreate) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
   run_through_two_refused_posts("events-controller", "eventful", "/pods", 403);
+  // Events are sent after the status they tell of: the last one may still be on its way.
+  EXPECT_TRUE(wait_until([&] { return has_event("eventful", "TargetReached"); }));
   std::map<std::string, int> reasons;
   std::vector<std::string> failed_creates;
   for (const auto& e : events_of("eventful")) {

@@ -134,6 +134,8 @@ TEST(ProgressClient, RetryAfterIsNotWaitedAfterTheLastAttempt) {
   EXPECT_FALSE(action.error().rejected);
   EXPECT_NE(action.error().message.find("HTTP 429"), std::string::npos) << action.error().message;
   EXPECT_EQ(waits, (std::vector<long long>{30000, 30000}));  // 3 attempts, 2 waits
+  // Told to the caller, who may retry on its own (depl-sim-worker does).
+  EXPECT_EQ(action.error().retry_after, std::chrono::seconds(30));
 }
 
 TEST(ProgressClient, ParsesRetryAfterDelaySeconds) {

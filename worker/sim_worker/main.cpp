@@ -9,8 +9,9 @@
 //    resumed from a checkpoint at epoch N or later: a pod fails once, and its replacement
 //    resumes from the checkpoint and runs on.
 //  - DEPL_SIM_PROGRESS_RETRY_SECONDS=S keeps retrying a report the endpoint did not answer (or
-//    answered 5xx/429) for up to S seconds, every 100 ms to 500 ms, instead of the contract's
-//    five attempts in about 3 s: enough to outlast a controller restart or a leader handover.
+//    answered 5xx/429) for up to S seconds, every 100 ms to 500 ms (longer when a 429 or 503
+//    carries a Retry-After), instead of the contract's five attempts in about 3 s: enough to
+//    outlast a controller restart or a leader handover.
 //  - DEPL_SIM_ACK_FILE=PATH appends one JSON line per acknowledged report ({"phase", "rank",
 //    "epoch", "loss", "action"}) to PATH, so a test can check that no acknowledged report is
 //    lost.
@@ -211,7 +212,15 @@ int main(int argc, char** argv) {
           std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_seconds);
       auto backoff = std::chrono::milliseconds(100);
       while (!answer && !answer.error().rejected && std::chrono::steady_clock::now() < give_up) {
-        std::this_thread::sleep_for(backoff);
+        // The endpoint's Retry-After (429, 503) when longer, capped as the reference worker
+        // caps it, and never past the time left.
+        std::chrono::steady_clock::duration wait = backoff;
+        if (auto asked = answer.error().retry_after)
+          wait = std::max(wait, std::chrono::steady_clock::duration(
+                                    std::min(*asked, depl::worker::kMaxRetryAfter)));
+        const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            give_up - std::chrono::steady_clock::now());
+        std::this_thread::sleep_for(std::min(wait, left));
         backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
         answer = progress->post({phase, rank, epoch, loss});
       }

@@ -117,7 +117,9 @@ struct ProgressClient::Impl {
   Expected<ProgressAction, ProgressError> attempt(
       const std::string& body, std::optional<std::chrono::seconds>& retry_after) {
     retry_after.reset();
-    auto transient = [](std::string m) { return unexpected(ProgressError{std::move(m), false}); };
+    auto transient = [](std::string m) {
+      return unexpected(ProgressError{std::move(m), false, std::nullopt});
+    };
     beast::tcp_stream stream(io);
     std::optional<error_code> done;
     auto run = [&] {
@@ -176,10 +178,10 @@ struct ProgressClient::Impl {
       if (status == 404) hint = " (does the job still exist? is DEPL_PROGRESS_URL right?)";
       return unexpected(ProgressError{fmt::format("the endpoint rejected the report: HTTP {}{}: {}",
                                                   status, hint, response.body().substr(0, 200)),
-                                      true});
+                                      true, std::nullopt});
     }
     auto action = parse_progress_response(response.body());
-    if (!action) return unexpected(ProgressError{action.error().message, true});
+    if (!action) return unexpected(ProgressError{action.error().message, true, std::nullopt});
     return *action;
   }
 };
@@ -213,7 +215,7 @@ Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressRepor
         return unexpected(
             ProgressError{fmt::format("progress POST to {} failed after {} attempt(s): {}",
                                       impl_->options.url, attempt, result.error().message),
-                          result.error().rejected});
+                          result.error().rejected, retry_after});
       }
       return result;
     }

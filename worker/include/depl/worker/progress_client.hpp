@@ -29,6 +29,8 @@ struct ProgressReport {
 struct ProgressError {
   std::string message;
   bool rejected = false;  // the endpoint refused the report (4xx): retrying cannot help
+  // The last answer's Retry-After (429 or 503), for a caller that retries on its own.
+  std::optional<std::chrono::seconds> retry_after;
 };
 
 // The longest wait a Retry-After gets: an endpoint that asks for more (broken or hostile) cannot
