@@ -64,6 +64,24 @@ void CreateExpectations::observed(const std::string& kind, const json& object) {
 void CreateExpectations::erase(const std::string& owner) {
   std::lock_guard lock(mutex_);
   by_owner_.erase(owner);
+  refused_rounds_.erase(owner);
+}
+
+void CreateExpectations::set_round_without_pods(const std::string& owner,
+                                                std::optional<JobView::Round> round) {
+  std::lock_guard lock(mutex_);
+  if (round) {
+    refused_rounds_[owner] = *round;
+  } else {
+    refused_rounds_.erase(owner);
+  }
+}
+
+std::optional<JobView::Round> CreateExpectations::round_without_pods(const std::string& owner) {
+  std::lock_guard lock(mutex_);
+  auto it = refused_rounds_.find(owner);
+  if (it == refused_rounds_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<CreateExpectations::Pending> CreateExpectations::pending(const std::string& owner) {

@@ -787,11 +787,16 @@ class Decider {
     if (!has_service) decision_.create.push_back(build_rendezvous_service(launch));
     for (int rank = 0; rank < phase.workers; ++rank)
       decision_.create.push_back(build_worker_pod(launch, rank));
-    status_["progress"]["round"] = progress.round + 1;
     const auto& rec = plan.phases[pos.phase];
-    event("Normal", "PhaseStarted",
-          fmt::format("phase {}: {} on {} with {} workers, epochs {} to {}", pos.phase, rec.model,
-                      rec.pool, rec.workers, progress.epoch + 1, progress.epoch + epochs));
+    const auto& refused = view_.round_without_pods;
+    const bool started_already = refused && refused->phase == static_cast<int>(pos.phase) &&
+                                 refused->round == progress.round && progress.round > 0;
+    if (!started_already) {
+      status_["progress"]["round"] = progress.round + 1;
+      event("Normal", "PhaseStarted",
+            fmt::format("phase {}: {} on {} with {} workers, epochs {} to {}", pos.phase, rec.model,
+                        rec.pool, rec.workers, progress.epoch + 1, progress.epoch + epochs));
+    }
     set_phase(phases::kRunning, running_message(plan, progress, pos));
     condition(conditions::kRunning, true, "PhaseStarted",
               fmt::format("phase {} ({} on {})", pos.phase, rec.model, rec.pool));

@@ -185,7 +185,9 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     return finish(kube::Action::requeue_after(awaited->expires_in));
   }
 
-  Decision d = decide(view_of(job), options_.decide);
+  JobView view = view_of(job);
+  view.round_without_pods = caches_.expectations.round_without_pods(uid);
+  Decision d = decide(view, options_.decide);
   if (d.solve_seconds >= 0) metrics_.observe("depl_solver_duration_seconds", {}, d.solve_seconds);
 
   if (d.delete_job) {
@@ -288,12 +290,22 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
           events_(job, {"Warning", "FailedCreate", failed_create_message(object, created.error())});
         }
       }
+      {
+        // The round this status starts (or started) lacks its pods or Service: the next try
+        // creates them without starting another round.
+        const json& in_force = d.status ? *d.status : member(job, "status");
+        const json& progress = member(in_force, "progress");
+        caches_.expectations.set_round_without_pods(
+            uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
+      }
       return finish(unexpected(api_failure(
           fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));
     }
     if (created)
       spdlog::info("msg=\"created {}\" {} name={}", kind, who, str(object["metadata"], "name"));
   }
+  // The round's pods are created now, or no longer wanted.
+  if (view.round_without_pods) caches_.expectations.set_round_without_pods(uid, std::nullopt);
   if (d.requeue_after) return finish(kube::Action::requeue_after(*d.requeue_after));
   return finish(kube::Action::await_change());
 }

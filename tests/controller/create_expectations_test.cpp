@@ -1,6 +1,7 @@
 // CreateExpectations: a job's creates are awaited until an informer event shows each of them, a
 // failed create is not awaited, other owners, kinds and names do not count, and expectations
-// expire after their TTL on the injected clock.
+// expire after their TTL on the injected clock; the round whose pods were refused is kept until
+// cleared or the job goes.
 #include "depl/controller/create_expectations.hpp"
 
 #include <gtest/gtest.h>
@@ -89,13 +90,31 @@ TEST(CreateExpectations, ExpireAfterTheirTtlCountedFromTheLastCreate) {
   EXPECT_EQ(e.pending("u1")->objects, 1u);
 }
 
+TEST(CreateExpectations, KeepTheRoundWhosePodsWereRefusedUntilCleared) {
+  FakeClock clock;
+  CreateExpectations e(clock);
+  EXPECT_FALSE(e.round_without_pods("u1"));
+  e.set_round_without_pods("u1", JobView::Round{2, 1});
+  auto kept = e.round_without_pods("u1");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->phase, 2);
+  EXPECT_EQ(kept->round, 1);
+  EXPECT_FALSE(e.round_without_pods("u2"));
+  clock.advance(CreateExpectations::kDefaultTtl * 2);  // no expiry: it is cleared, not timed out
+  EXPECT_TRUE(e.round_without_pods("u1"));
+  e.set_round_without_pods("u1", std::nullopt);
+  EXPECT_FALSE(e.round_without_pods("u1"));
+}
+
 TEST(CreateExpectations, ADeletedJobIsForgotten) {
   FakeClock clock;
   CreateExpectations e(clock);
   e.expect("u1", "Pod", "default", "a");
   e.expect("u2", "Pod", "default", "b");
+  e.set_round_without_pods("u1", JobView::Round{0, 1});
   e.erase("u1");
   EXPECT_FALSE(e.pending("u1"));
+  EXPECT_FALSE(e.round_without_pods("u1"));
   EXPECT_TRUE(e.pending("u2"));
 }
 

@@ -141,6 +141,35 @@ TEST(JobDecision, DecidingAgainChangesNothing) {
   EXPECT_FALSE(again.replanned);
 }
 
+// The round was started (status written) and the API server refused its pods: without the
+// reconciler's note the retry starts another round; with it, the same round's pods are created
+// again, with no PhaseStarted and no status change. A note for another round changes nothing.
+TEST(JobDecision, ARoundWhosePodsWereRefusedIsNotStartedAgain) {
+  JobView v = view_with_nodes();
+  Decision first = decide(v, options());
+  ASSERT_TRUE(first.status);
+  v.job["status"] = *first.status;  // written; no pod or Service was created
+  const json& progress = (*first.status)["progress"];
+  ASSERT_EQ(progress.value("round", 0), 1);
+
+  Decision unaware = decide(v, options());
+  ASSERT_TRUE(unaware.status);
+  EXPECT_EQ((*unaware.status)["progress"].value("round", 0), 2);
+  EXPECT_TRUE(has_event(unaware, "PhaseStarted"));
+
+  JobView::Round other_round{progress.value("phase", 0), 7};
+  v.round_without_pods = other_round;
+  EXPECT_TRUE(has_event(decide(v, options()), "PhaseStarted"));
+
+  v.round_without_pods = JobView::Round{progress.value("phase", 0), 1};
+  Decision retry = decide(v, options());
+  EXPECT_FALSE(retry.status.has_value()) << retry.status->dump(2);
+  EXPECT_FALSE(has_event(retry, "PhaseStarted"));
+  ASSERT_EQ(retry.create.size(), first.create.size());
+  for (std::size_t i = 0; i < retry.create.size(); ++i)
+    EXPECT_EQ(retry.create[i]["metadata"]["name"], first.create[i]["metadata"]["name"]);
+}
+
 TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
   JobView v = view_with_nodes();
   apply(v, decide(v, options()));

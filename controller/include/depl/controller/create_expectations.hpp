@@ -9,6 +9,10 @@
 // that satisfy them enqueue the job, so nothing polls. Expectations expire after `ttl` (as the
 // Job controller's, 5 minutes), in case an object was created and deleted before any watch saw it.
 //
+// It also keeps, per job, the round whose pods the API server refused to create, so that the
+// retry creates them without starting the round again (JobView::round_without_pods); erase()
+// forgets both.
+//
 // Thread-safety: every member may be called from any thread.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "depl/common/clock.hpp"
+#include "depl/controller/job_decision.hpp"
 #include "depl/kube/runtime/informer.hpp"
 
 namespace depl::controller {
@@ -51,6 +56,11 @@ class CreateExpectations {
   };
   std::optional<Pending> pending(const std::string& owner);
 
+  // The round of a phase the reconciler started and whose pod creates the API server refused
+  // (JobView::round_without_pods), kept until the round's pods are created; nullopt clears it.
+  void set_round_without_pods(const std::string& owner, std::optional<JobView::Round> round);
+  std::optional<JobView::Round> round_without_pods(const std::string& owner);
+
   // Handlers for the informer of `kind` ("Pod", "Service"): every event is an observation. Add
   // them before the controller's, so the reconcile a pod event starts finds it observed.
   kube::ResourceEventHandlers handlers(const std::string& kind);
@@ -64,6 +74,7 @@ class CreateExpectations {
   Clock::Duration ttl_;
   std::mutex mutex_;
   std::map<std::string, Awaited, std::less<>> by_owner_;
+  std::map<std::string, JobView::Round, std::less<>> refused_rounds_;
 };
 
 }  // namespace depl::controller

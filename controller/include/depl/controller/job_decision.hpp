@@ -33,6 +33,14 @@ struct JobView {
   // the same free GPUs. While it is set and the job has no plan, decide() looks at nothing of
   // the cluster (nodes, gpus_in_use, catalog, reservations), which may then be left empty.
   std::string unplanned_earlier_job;
+  // The round of a phase (status.progress phase and round) that a reconcile started and whose
+  // pods the API server then refused to create (a quota, a webhook): creating them again does
+  // not start another round (no PhaseStarted, the round not counted twice).
+  struct Round {
+    int phase = -1;
+    int round = -1;
+  };
+  std::optional<Round> round_without_pods;
   std::chrono::system_clock::time_point now;
 };
 
