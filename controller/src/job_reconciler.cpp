@@ -276,8 +276,29 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     const std::string kind = object.value("kind", "");
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
     const std::string name = str(object["metadata"], "name");
+    // The round this status starts (or started) lacks its pods or Service: the next try creates
+    // them without starting another round.
+    auto note_round_without_pods = [&] {
+      const json& in_force = d.status ? *d.status : member(job, "status");
+      const json& progress = member(in_force, "progress");
+      caches_.expectations.set_round_without_pods(
+          uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
+    };
     caches_.expectations.expect(uid, kind, key.namespace_, name);
     auto created = client_.create(type, key.namespace_, object, quiet_write());
+    if (!created && created.error().is_already_exists() &&
+        held_by_another(type, key.namespace_, name, uid)) {
+      // Not ours (a user's pod of the same name): it will never show up as this job's, and the
+      // job cannot run that rank until it is gone. Told, and tried again with backoff.
+      caches_.expectations.forget(uid, kind, key.namespace_, name);
+      const std::string message = fmt::format(
+          "Error creating {} {}: a {} of that name already exists and is not controlled by this "
+          "job; delete or rename it",
+          kind, name, kind);
+      if (events_) events_(job, {"Warning", "FailedCreate", message});
+      note_round_without_pods();
+      return finish(unexpected(kube::ReconcileError{message}));
+    }
     if (!created && !created.error().is_already_exists()) {
       caches_.expectations.forget(uid, kind, key.namespace_, name);
       if (is_rejection(created.error())) {
@@ -290,14 +311,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
           events_(job, {"Warning", "FailedCreate", failed_create_message(object, created.error())});
         }
       }
-      {
-        // The round this status starts (or started) lacks its pods or Service: the next try
-        // creates them without starting another round.
-        const json& in_force = d.status ? *d.status : member(job, "status");
-        const json& progress = member(in_force, "progress");
-        caches_.expectations.set_round_without_pods(
-            uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
-      }
+      note_round_without_pods();
       return finish(unexpected(api_failure(
           fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));
     }
@@ -308,6 +322,14 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (view.round_without_pods) caches_.expectations.set_round_without_pods(uid, std::nullopt);
   if (d.requeue_after) return finish(kube::Action::requeue_after(*d.requeue_after));
   return finish(kube::Action::await_change());
+}
+
+bool JobReconciler::held_by_another(const kube::ResourceType& type, const std::string& ns,
+                                    const std::string& name, const std::string& uid) {
+  auto existing = client_.get(type, ns, name);
+  // Gone meanwhile, or unreadable: the next reconcile looks again.
+  if (!existing) return false;
+  return !controlled_by(*existing, uid);
 }
 
 void JobReconciler::report_rejection(const json& job, const json& object,

@@ -251,5 +251,46 @@ TEST_F(ControllerE2e, ALaggingPodsWatchNeitherStartsARoundTwiceNorCreatesAPodTwi
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
+// A pod of another owner (here: none) has the name of the job's first worker. The controller
+// cannot create that worker: it says so in a FailedCreate Warning Event and tries again with
+// backoff, in the same round; once the pod is gone, the job runs and succeeds.
+TEST_F(ControllerE2e, APodOfAnotherOwnerWithAWorkersNameIsToldAndTheJobRunsOnceItIsGone) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  const json squatter = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "clash-p0-w0"}, {"namespace", "default"}}},
+      {"spec", {{"containers", json::array({{{"name", "main"}, {"image", "busybox"}}})}}}};
+  auto made = client_->create(resources::pods(), "default", squatter);
+  ASSERT_TRUE(made) << made.error().message;
+  create_job(job_from("job.yaml", "clash", 0.1));
+  const std::string told =
+      "Error creating Pod clash-p0-w0: a Pod of that name already exists and is not controlled "
+      "by this job; delete or rename it";
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& e : events_of("clash")) {
+      if (e.value("reason", "") == "FailedCreate" && e.value("message", "") == told &&
+          e.value("type", "") == "Warning")
+        return true;
+    }
+    return false;
+  })) << "no FailedCreate Event about the pod of another owner";
+  EXPECT_EQ(get_job("clash")["status"]["progress"].value("round", 0), 1);
+
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  auto removed = client_->remove(resources::pods(), "default", "clash-p0-w0", now);
+  ASSERT_TRUE(removed) << removed.error().message;
+  wait_succeeded("clash");
+  int phase0_started = 0;
+  for (const auto& e : events_of("clash")) {
+    if (e.value("reason", "") == "PhaseStarted" && e.value("message", "").rfind("phase 0:", 0) == 0)
+      phase0_started += e.value("count", 1);
+  }
+  EXPECT_EQ(phase0_started, 1);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
 }  // namespace
 }  // namespace depl::e2e

@@ -70,6 +70,10 @@ class JobReconciler {
   // the reconcile fails anyway and is retried.
   void report_rejection(const nlohmann::json& job, const nlohmann::json& object,
                         const kube::ApiError& error);
+  // Whether the `type` object `ns`/`name` (whose create was answered AlreadyExists) is there
+  // and not controlled by the job with uid `uid`.
+  bool held_by_another(const kube::ResourceType& type, const std::string& ns,
+                       const std::string& name, const std::string& uid);
 
   kube::Client& client_;
   JobCaches caches_;
