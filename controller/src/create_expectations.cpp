@@ -1,15 +1,17 @@
 #include "depl/controller/create_expectations.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace depl::controller {
 
 using nlohmann::json;
 
 namespace {
 
-std::string object_id(const std::string& kind, const std::string& ns, const std::string& name) {
-  std::string id;
-  id.reserve(kind.size() + ns.size() + name.size() + 2);
-  return id.append(kind).append("/").append(ns).append("/").append(name);
+std::tuple<std::string, std::string, std::string> object_id(const std::string& kind,
+                                                            const std::string& ns,
+                                                            const std::string& name) {
+  return {kind, ns, name};
 }
 
 std::string text(const json& object, const char* key) {
@@ -84,12 +86,31 @@ std::optional<JobView::Round> CreateExpectations::round_without_pods(const std::
   return it->second;
 }
 
-std::optional<CreateExpectations::Pending> CreateExpectations::pending(const std::string& owner) {
+std::optional<CreateExpectations::Pending> CreateExpectations::pending(const std::string& owner,
+                                                                       const InCache& in_cache) {
   std::lock_guard lock(mutex_);
   auto it = by_owner_.find(owner);
   if (it == by_owner_.end()) return std::nullopt;
+  if (in_cache) {
+    std::erase_if(it->second.objects, [&](const auto& id) {
+      return in_cache(std::get<0>(id), std::get<1>(id), std::get<2>(id));
+    });
+    if (it->second.objects.empty()) {
+      by_owner_.erase(it);
+      return std::nullopt;
+    }
+  }
   const auto now = clock_.now();
   if (now >= it->second.expires) {
+    // A watch that lost an object, or an object created and deleted before any event showed
+    // it: worth a line, as it held the job back for the whole TTL.
+    std::string never_seen;
+    for (const auto& [kind, ns, name] : it->second.objects)
+      never_seen += (never_seen.empty() ? "" : ",") + kind + "/" + ns + "/" + name;
+    spdlog::warn(
+        "msg=\"gave up waiting for the caches to show created objects\" owner_uid={} "
+        "objects={}",
+        owner, never_seen);
     by_owner_.erase(it);
     return std::nullopt;
   }

@@ -176,13 +176,19 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   const json& job = *cached;
   const std::string who = fmt::format("job={}/{}", key.namespace_, key.name);
   const std::string uid = str(job["metadata"], "uid");
-  if (auto awaited = caches_.expectations.pending(uid)) {
+  auto in_cache = [&](const std::string& kind, const std::string& ns, const std::string& name) {
+    const kube::Store& store = kind == "Pod" ? caches_.pods : caches_.services;
+    return store.get({ns, name}) != nullptr;
+  };
+  if (auto awaited = caches_.expectations.pending(uid, in_cache)) {
     // The caches do not show all this job's creates yet: deciding now would create them again.
-    // Their events enqueue the job; the requeue is for the case they never come.
+    // Their events enqueue the job; the requeue (the cache is looked at again) is for the case
+    // an event never comes.
     metrics_.add("depl_reconcile_awaiting_creates_total", {});
     spdlog::debug("msg=\"waiting for the caches to show what was created\" {} objects={}", who,
                   awaited->objects);
-    return finish(kube::Action::requeue_after(awaited->expires_in));
+    return finish(kube::Action::requeue_after(
+        std::min<Clock::Duration>(awaited->expires_in, std::chrono::seconds(1))));
   }
 
   JobView view = view_of(job);

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace depl::controller {
 namespace {
@@ -56,6 +58,28 @@ TEST(CreateExpectations, AJobWaitsUntilEachOfItsCreatesIsSeen) {
   EXPECT_EQ(e.pending("u1")->objects, 1u);
   services.on_delete(ptr(owned("job-p0", "u1")));
   EXPECT_FALSE(e.pending("u1"));
+}
+
+// An object the caches hold counts as seen even if its event never reached the handlers (the
+// reconciler asks its caches at each look), so a lost event cannot hold a job back for the TTL.
+TEST(CreateExpectations, AnObjectTheCachesHoldCountsAsSeen) {
+  FakeClock clock;
+  CreateExpectations e(clock);
+  e.expect("u1", "Service", "default", "job-p0");
+  e.expect("u1", "Pod", "default", "job-p0-w0");
+  std::vector<std::string> asked;
+  bool pod_cached = false;
+  auto in_cache = [&](const std::string& kind, const std::string& ns, const std::string& name) {
+    asked.push_back(kind + "/" + ns + "/" + name);
+    return kind == "Service" || pod_cached;
+  };
+  auto p = e.pending("u1", in_cache);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->objects, 1u);  // the Service is seen
+  EXPECT_EQ(asked, (std::vector<std::string>{"Pod/default/job-p0-w0", "Service/default/job-p0"}));
+  pod_cached = true;
+  EXPECT_FALSE(e.pending("u1", in_cache));
+  EXPECT_FALSE(e.pending("u1"));  // forgotten once seen
 }
 
 TEST(CreateExpectations, AFailedCreateIsNotAwaited) {

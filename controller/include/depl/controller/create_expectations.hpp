@@ -5,9 +5,11 @@
 // own status write comes back through the jobs watch, often before the pods watch shows the pods:
 // a reconcile then would find no pods, start the round again (a second PhaseStarted, the round
 // counted twice against the NoProgress bound) and create the pods again (AlreadyExists). With
-// expectations the reconciler waits until every object it created has been seen; the pod events
-// that satisfy them enqueue the job, so nothing polls. Expectations expire after `ttl` (as the
-// Job controller's, 5 minutes), in case an object was created and deleted before any watch saw it.
+// expectations the reconciler waits until every object it created has been seen: an informer
+// event for it, or the object in the caches when the reconciler looks (pending()'s `in_cache`).
+// The events enqueue the job; the reconciler also looks again every second while it waits.
+// Expectations expire after `ttl` (as the Job controller's, 5 minutes), in case an object was
+// created and deleted before any watch saw it.
 //
 // It also keeps, per job, the round whose pods the API server refused to create, so that the
 // retry creates them without starting the round again (JobView::round_without_pods); erase()
@@ -17,11 +19,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -49,12 +53,16 @@ class CreateExpectations {
   void erase(const std::string& owner);
 
   // nullopt when everything created for `owner` has been seen (or the expectations expired);
-  // otherwise how many objects are still awaited and how long until they expire.
+  // otherwise how many objects are still awaited and how long until they expire. `in_cache`,
+  // when given, is asked about each awaited object (kind, namespace, name): one the caches hold
+  // counts as seen, whatever became of its event.
   struct Pending {
     std::size_t objects = 0;
     Clock::Duration expires_in{};
   };
-  std::optional<Pending> pending(const std::string& owner);
+  using InCache =
+      std::function<bool(const std::string& kind, const std::string& ns, const std::string& name)>;
+  std::optional<Pending> pending(const std::string& owner, const InCache& in_cache = {});
 
   // The round of a phase the reconciler started and whose pod creates the API server refused
   // (JobView::round_without_pods), kept until the round's pods are created; nullopt clears it.
@@ -67,7 +75,7 @@ class CreateExpectations {
 
  private:
   struct Awaited {
-    std::set<std::string> objects;  // "Kind/namespace/name"
+    std::set<std::tuple<std::string, std::string, std::string>> objects;  // kind, ns, name
     Clock::TimePoint expires{};
   };
   Clock& clock_;
