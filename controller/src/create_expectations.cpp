@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "depl/kube/runtime/controller.hpp"
+
 namespace depl::controller {
 
 using nlohmann::json;
@@ -17,16 +19,6 @@ std::tuple<std::string, std::string, std::string> object_id(const std::string& k
 std::string text(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// The uid of `object`'s controller ownerReference; "" without one.
-std::string controller_uid(const json& meta) {
-  auto owners = meta.find("ownerReferences");
-  if (owners == meta.end() || !owners->is_array()) return "";
-  for (const auto& o : *owners) {
-    if (o.is_object() && o.value("controller", false)) return text(o, "uid");
-  }
-  return "";
 }
 
 }  // namespace
@@ -52,14 +44,13 @@ void CreateExpectations::forget(const std::string& owner, const std::string& kin
 }
 
 void CreateExpectations::observed(const std::string& kind, const json& object) {
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return;
-  const std::string owner = controller_uid(*meta);
+  const std::string owner = kube::controller_uid(object);
   if (owner.empty()) return;
+  const json& meta = object["metadata"];  // there: it has a controller
   std::lock_guard lock(mutex_);
   auto it = by_owner_.find(owner);
   if (it == by_owner_.end()) return;
-  it->second.objects.erase(object_id(kind, text(*meta, "namespace"), text(*meta, "name")));
+  it->second.objects.erase(object_id(kind, text(meta, "namespace"), text(meta, "name")));
   if (it->second.objects.empty()) by_owner_.erase(it);
 }
 

@@ -1,5 +1,7 @@
 #include "depl/controller/gpu_ledger.hpp"
 
+#include "depl/kube/runtime/controller.hpp"
+
 namespace depl::controller {
 
 using nlohmann::json;
@@ -15,17 +17,6 @@ std::string text_at(const json& object, const char* outer, const char* key) {
 
 std::string pod_key(const json& pod) {
   return text_at(pod, "metadata", "namespace") + "/" + text_at(pod, "metadata", "name");
-}
-
-std::string controller_uid(const json& pod) {
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return "";
-  auto owners = meta->find("ownerReferences");
-  if (owners == meta->end() || !owners->is_array()) return "";
-  for (const auto& o : *owners) {
-    if (o.is_object() && o.value("controller", false)) return o.value("uid", "");
-  }
-  return "";
 }
 
 void subtract(GpusByNode& map, const std::string& node, int gpus) {
@@ -68,7 +59,7 @@ void GpuLedger::put(const json& pod) {
       by_pod_.erase(it);
     }
     if (pod_holds_gpus(pod)) {
-      Holding h{text_at(pod, "spec", "nodeName"), controller_uid(pod), pod_gpu_request(pod)};
+      Holding h{text_at(pod, "spec", "nodeName"), kube::controller_uid(pod), pod_gpu_request(pod)};
       by_node_[h.node] += h.gpus;
       by_owner_[h.owner][h.node] += h.gpus;
       total_by_owner_[h.owner] += h.gpus;

@@ -21,20 +21,10 @@ std::string str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-bool controlled_by(const json& object, const std::string& uid) {
-  const json& meta = object["metadata"];
-  auto owners = meta.find("ownerReferences");
-  if (owners == meta.end() || !owners->is_array()) return false;
-  for (const auto& o : *owners) {
-    if (o.is_object() && o.value("uid", "") == uid && o.value("controller", false)) return true;
-  }
-  return false;
-}
-
 std::vector<json> owned(const kube::Store& store, const std::string& uid) {
   std::vector<json> out;
   for (const auto& object : store.by_index(kube::indexes::kByOwnerUid, uid)) {
-    if (controlled_by(*object, uid)) out.push_back(*object);
+    if (kube::controller_uid(*object) == uid) out.push_back(*object);
   }
   return out;
 }
@@ -335,7 +325,7 @@ bool JobReconciler::held_by_another(const kube::ResourceType& type, const std::s
   auto existing = client_.get(type, ns, name);
   // Gone meanwhile, or unreadable: the next reconcile looks again.
   if (!existing) return false;
-  return !controlled_by(*existing, uid);
+  return kube::controller_uid(*existing) != uid;
 }
 
 void JobReconciler::report_rejection(const json& job, const json& object,

@@ -208,6 +208,22 @@ TEST(OwnerMappingTest, ControllerReferenceOfMatchingGroupAndKind) {
       std::nullopt);
 }
 
+TEST(OwnerMappingTest, ControllerUidIsTheControllingReferencesWhateverItsKind) {
+  json owned = pod("ns", "worker-0", "1");
+  owned["metadata"]["ownerReferences"] = json::array(
+      {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "rs"}, {"uid", "u1"}},
+       {{"apiVersion", "apps/v1"},
+        {"kind", "StatefulSet"},
+        {"name", "set"},
+        {"uid", "u2"},
+        {"controller", true}}});
+  EXPECT_EQ(controller_uid(owned), "u2");
+  EXPECT_EQ(controller_uid(pod("ns", "orphan", "1")), "");
+  owned["metadata"]["ownerReferences"][1]["controller"] = false;
+  EXPECT_EQ(controller_uid(owned), "");
+  EXPECT_EQ(controller_uid(json::object()), "");
+}
+
 TEST(OwnerMappingTest, InformerEventsOfOwnedAndPrimaryKindsEnqueueTheOwner) {
   runtime_test::ClientFixture client;
   WatcherOptions options;

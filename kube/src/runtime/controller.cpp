@@ -38,6 +38,19 @@ std::optional<ObjectKey> controller_owner_key(const nlohmann::json& object,
   return std::nullopt;
 }
 
+std::string controller_uid(const nlohmann::json& object) {
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return "";
+  const auto owners = metadata->find("ownerReferences");
+  if (owners == metadata->end() || !owners->is_array()) return "";
+  for (const auto& owner : *owners) {
+    if (!owner.is_object() || !owner.value("controller", false)) continue;
+    const auto uid = owner.find("uid");
+    return uid != owner.end() && uid->is_string() ? uid->get<std::string>() : "";
+  }
+  return "";
+}
+
 Controller::Controller(Reconciler reconciler, Clock& clock, ControllerOptions options)
     : reconciler_(std::move(reconciler)),
       clock_(clock),

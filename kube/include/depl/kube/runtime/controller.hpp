@@ -71,6 +71,10 @@ std::optional<ObjectKey> controller_owner_key(const nlohmann::json& object,
                                               std::string_view owner_kind,
                                               bool owner_namespaced = true);
 
+// The uid of `object`'s controller ownerReference (the one with `controller: true`; Kubernetes
+// allows one), whatever its kind; "" without one.
+std::string controller_uid(const nlohmann::json& object);
+
 struct ControllerOptions {
   std::string name = "controller";
   int workers = 1;
