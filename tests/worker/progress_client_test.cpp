@@ -138,6 +138,15 @@ TEST(ProgressClient, RetryAfterIsNotWaitedAfterTheLastAttempt) {
   EXPECT_EQ(action.error().retry_after, std::chrono::seconds(30));
 }
 
+TEST(ProgressClient, WaitsTheLongerOfBackoffAndRetryAfterCapped) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  EXPECT_EQ(wait_before_retry(milliseconds(400), std::nullopt), milliseconds(400));
+  EXPECT_EQ(wait_before_retry(milliseconds(400), seconds(2)), milliseconds(2000));
+  EXPECT_EQ(wait_before_retry(milliseconds(3000), seconds(1)), milliseconds(3000));
+  EXPECT_EQ(wait_before_retry(milliseconds(100), seconds::max()), milliseconds(kMaxRetryAfter));
+}
+
 TEST(ProgressClient, ParsesRetryAfterDelaySeconds) {
   using std::chrono::seconds;
   EXPECT_EQ(parse_retry_after("0"), seconds(0));

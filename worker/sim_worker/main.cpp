@@ -212,12 +212,10 @@ int main(int argc, char** argv) {
           std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_seconds);
       auto backoff = std::chrono::milliseconds(100);
       while (!answer && !answer.error().rejected && std::chrono::steady_clock::now() < give_up) {
-        // The endpoint's Retry-After (429, 503) when longer, capped as the reference worker
-        // caps it, and never past the time left.
-        std::chrono::steady_clock::duration wait = backoff;
-        if (auto asked = answer.error().retry_after)
-          wait = std::max(wait, std::chrono::steady_clock::duration(
-                                    std::min(*asked, depl::worker::kMaxRetryAfter)));
+        // The endpoint's Retry-After (429, 503) when longer, as the reference worker waits, and
+        // never past the time left.
+        const std::chrono::steady_clock::duration wait =
+            depl::worker::wait_before_retry(backoff, answer.error().retry_after);
         const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             give_up - std::chrono::steady_clock::now());
         std::this_thread::sleep_for(std::min(wait, left));

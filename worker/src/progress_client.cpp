@@ -186,6 +186,13 @@ struct ProgressClient::Impl {
   }
 };
 
+std::chrono::milliseconds wait_before_retry(std::chrono::milliseconds backoff,
+                                            std::optional<std::chrono::seconds> retry_after) {
+  if (!retry_after) return backoff;
+  return std::max(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::min(*retry_after, kMaxRetryAfter)));
+}
+
 ProgressClient::ProgressClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ProgressClient::ProgressClient(ProgressClient&&) noexcept = default;
 ProgressClient& ProgressClient::operator=(ProgressClient&&) noexcept = default;
@@ -219,13 +226,7 @@ Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressRepor
       }
       return result;
     }
-    // The endpoint's Retry-After when it asks for longer than the backoff, but never more than
-    // kMaxRetryAfter.
-    auto wait = backoff;
-    if (retry_after) {
-      wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::min(*retry_after, kMaxRetryAfter)));
-    }
+    const auto wait = wait_before_retry(backoff, retry_after);
     spdlog::warn("event=progress_retry attempt={} backoff_ms={} retry_after_s={} error=\"{}\"",
                  attempt, wait.count(), retry_after ? std::to_string(retry_after->count()) : "-",
                  result.error().message);

@@ -56,6 +56,11 @@ std::string progress_request_body(const ProgressReport& report);
 // type reads as seconds::max().
 std::optional<std::chrono::seconds> parse_retry_after(std::string_view value);
 
+// How long to wait before the next attempt: the backoff, or the endpoint's Retry-After when it
+// asks for longer, but never more than kMaxRetryAfter.
+std::chrono::milliseconds wait_before_retry(std::chrono::milliseconds backoff,
+                                            std::optional<std::chrono::seconds> retry_after);
+
 // Reads the controller's answer; anything but a JSON object with a known "action" is an error.
 Expected<ProgressAction> parse_progress_response(std::string_view body);
 
