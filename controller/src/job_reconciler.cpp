@@ -267,19 +267,19 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     }
     spdlog::info("msg=\"deleted {}\" {} name={}", r.kind, who, r.name);
   }
+  // After a create that failed: the round this status starts (or started) lacks its pods or
+  // Service, and the next try creates them without starting another round.
+  auto note_round_without_pods = [&] {
+    const json& in_force = d.status ? *d.status : member(job, "status");
+    const json& progress = member(in_force, "progress");
+    caches_.expectations.set_round_without_pods(
+        uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
+  };
   for (const auto& object : d.create) {
     if (stop.stop_requested()) break;
     const std::string kind = object.value("kind", "");
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
     const std::string name = str(object["metadata"], "name");
-    // The round this status starts (or started) lacks its pods or Service: the next try creates
-    // them without starting another round.
-    auto note_round_without_pods = [&] {
-      const json& in_force = d.status ? *d.status : member(job, "status");
-      const json& progress = member(in_force, "progress");
-      caches_.expectations.set_round_without_pods(
-          uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
-    };
     caches_.expectations.expect(uid, kind, key.namespace_, name);
     auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && created.error().is_already_exists() &&
