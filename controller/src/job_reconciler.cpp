@@ -308,11 +308,10 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
         }
       }
       note_round_without_pods();
-      return finish(unexpected(api_failure(
-          fmt::format("creating {} {}", kind, str(object["metadata"], "name")), created.error())));
+      return finish(
+          unexpected(api_failure(fmt::format("creating {} {}", kind, name), created.error())));
     }
-    if (created)
-      spdlog::info("msg=\"created {}\" {} name={}", kind, who, str(object["metadata"], "name"));
+    if (created) spdlog::info("msg=\"created {}\" {} name={}", kind, who, name);
   }
   // The round's pods are created now, or no longer wanted.
   if (view.round_without_pods) caches_.expectations.set_round_without_pods(uid, std::nullopt);
