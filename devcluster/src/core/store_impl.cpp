@@ -130,6 +130,19 @@ ObjectPtr ApiStore::Impl::present(const ResourceType& type, const ObjectPtr& sto
   return stored;
 }
 
+ApiResult ApiStore::Impl::object_answer(int code, const ResourceType& type, const ObjectPtr& stored,
+                                        const WriteOptions& options,
+                                        std::vector<std::string> warnings) {
+  ApiResult result{code, nullptr, std::move(warnings)};
+  ObjectPtr shown = present(type, stored);
+  if (options.shared_answer) {
+    result.object = std::move(shown);
+  } else if (shown) {
+    result.body = *shown;
+  }
+  return result;
+}
+
 json ApiStore::Impl::to_storage(const ResourceType& type, json object) {
   if (type.group == "events.k8s.io") return events_v1_to_event(object);
   return object;

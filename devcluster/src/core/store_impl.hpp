@@ -116,6 +116,10 @@ struct ApiStore::Impl {
   // Storage form -> what clients of `type` see (events.k8s.io conversion, CR apiVersion,
   // defaults of the CR schema). Needs no lock.
   static ObjectPtr present(const ResourceType& type, const ObjectPtr& stored);
+  // The answer of a write that stored (or, dry run, would store) `stored`: presented, and
+  // shared in ApiResult::object or copied into ApiResult::body as `options.shared_answer` asks.
+  static ApiResult object_answer(int code, const ResourceType& type, const ObjectPtr& stored,
+                                 const WriteOptions& options, std::vector<std::string> warnings);
   // Client form -> storage form. Needs no lock.
   static nlohmann::json to_storage(const ResourceType& type, nlohmann::json object);
 

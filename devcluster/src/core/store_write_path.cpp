@@ -94,8 +94,8 @@ ApiResult write_existing(ApiStore::Impl& impl, const ResourceRef& ref, const Wri
     });
     if (committed && binding) return std::move(prepared.answer);
     if (committed) {
-      return ApiResult{200, *ApiStore::Impl::present(*s.type, stored),
-                       std::move(prepared.warnings)};
+      return ApiStore::Impl::object_answer(200, *s.type, stored, options,
+                                           std::move(prepared.warnings));
     }
   }
   // Changed meanwhile, or a create: again, with the lock held since the object is read.
@@ -167,7 +167,7 @@ ApiResult ApiStore::create(const ResourceRef& ref, json body, const WriteOptions
     body = std::move(*original);
     return create_locked();
   }
-  if (created) result.body = *Impl::present(*type, created);
+  if (created) return Impl::object_answer(result.code, *type, created, options, std::move(result.warnings));
   return result;
 }
 

@@ -263,10 +263,11 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
     body.erase("status");
   }
   if (options.dry_run) {
-    return ApiResult{201, *present(type, std::make_shared<const json>(body)), warnings};
+    return object_answer(201, type, std::make_shared<const json>(std::move(body)), options,
+                         std::move(warnings));
   }
-  return ApiResult{
-      201, *present(type, store_created(type, ref, name, key, std::move(body), options)), warnings};
+  return object_answer(201, type, store_created(type, ref, name, key, std::move(body), options),
+                       options, std::move(warnings));
 }
 
 ObjectPtr ApiStore::Impl::store_created(const ResourceType& type, const ResourceRef& ref,
@@ -578,7 +579,7 @@ ApiResult ApiStore::Impl::finish_locked(const ResourceType& type, const Resource
       return create(type, ref, std::move(prepared.object), options, prepared.from_apply);
     case PreparedWrite::Kind::Replace: {
       ObjectPtr stored = commit_replace(type, ref, current, prepared, options);
-      return ApiResult{200, *present(type, stored), std::move(prepared.warnings)};
+      return object_answer(200, type, stored, options, std::move(prepared.warnings));
     }
   }
   return std::move(prepared.answer);

@@ -79,6 +79,8 @@ WriteOptions write_options(const HttpRequest& request) {
   o.field_validation = request.query_param("fieldValidation").value_or("");
   o.force = truthy(request.query_param("force"));
   o.user_agent = request.header("user-agent");
+  // The answer is only serialized (respond()): no copy of the stored object for it.
+  o.shared_answer = true;
   return o;
 }
 
@@ -376,13 +378,14 @@ HttpResponse ApiHandler::respond(const ApiResult& result, const HttpRequest& req
                                  const ResourceType* table_type) {
   HttpResponse response;
   response.status = result.code;
-  if (table_type && result.ok() && wants_table(request) && result.body.is_object() &&
-      result.body.value("kind", "") != "Status") {
-    response.body = to_table(*table_type, result.body, std::chrono::system_clock::now(),
-                             include_object(request))
-                        .dump();
+  const json& answer = result.answer();
+  if (table_type && result.ok() && wants_table(request) && answer.is_object() &&
+      answer.value("kind", "") != "Status") {
+    response.body =
+        to_table(*table_type, answer, std::chrono::system_clock::now(), include_object(request))
+            .dump();
   } else {
-    response.body = result.body.dump();
+    response.body = answer.dump();
   }
   for (const auto& w : result.warnings) {
     std::string escaped;

@@ -180,6 +180,8 @@ struct Scheduler::Loop {
       WriteOptions options;
       options.field_manager = "depl-scheduler";
       options.user_agent = "depl-devcluster/scheduler";
+      // A binding's answer is a Status; a status patch's, the pod, read through answer().
+      options.shared_answer = true;
       const auto decision = choose_among(pod, node_list, used);
       if (decision.node) {
         // One write, as kube-scheduler binds: the API server sets spec.nodeName and
@@ -223,7 +225,7 @@ struct Scheduler::Loop {
                                                              {"reason", "Unschedulable"},
                                                              {"message", decision.message}})}}}};
         auto result = store.patch(status_ref, PatchType::Merge, status.dump(), options);
-        if (result.ok()) updated.push_back(result.body);
+        if (result.ok()) updated.push_back(result.answer());
         spdlog::debug("event=pod_unschedulable pod={}/{} message=\"{}\"", ns, name,
                       decision.message);
       }

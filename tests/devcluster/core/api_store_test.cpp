@@ -145,6 +145,62 @@ TEST_F(StoreTest, StatusWritesChangeTheStatusAlone) {
             (std::vector<std::string>{"MODIFIED " + rv_of(updated), "MODIFIED " + rv_of(without)}));
 }
 
+TEST_F(StoreTest, SharedAnswersAreTheStoredObjectNotACopy) {
+  const WriteOptions shared{.field_manager = "controller", .shared_answer = true};
+  ApiResult created = store.create(core("pods", "default"), a_pod("p"), shared);
+  ASSERT_EQ(created.code, 201);
+  EXPECT_TRUE(created.body.is_null());
+  ASSERT_TRUE(created.object);
+  EXPECT_EQ(created.answer(), must(store.get(core("pods", "default", "p"))));
+
+  // The answer is the object the store keeps and its watches deliver: the same one, not a copy.
+  auto watch = store.watch(core("pods", "default"), {.resource_version = rv_of(*created.object)});
+  ASSERT_TRUE(watch);
+  ApiResult patched = store.patch(core("pods", "default", "p", "status"), PatchType::Merge,
+                                  R"({"status":{"phase":"Running"}})", shared);
+  ASSERT_EQ(patched.code, 200);
+  EXPECT_TRUE(patched.body.is_null());
+  ASSERT_TRUE(patched.object);
+  EXPECT_EQ((*patched.object)["status"]["phase"], "Running");
+  json labelled = *patched.object;
+  labelled["metadata"]["labels"] = {{"app", "a"}};
+  ApiResult updated = store.update(core("pods", "default", "p"), labelled, shared);
+  ASSERT_EQ(updated.code, 200);
+  EXPECT_TRUE(updated.body.is_null());
+  auto events = (*watch)->drain();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].object.get(), patched.object.get());
+  EXPECT_EQ(events[1].object.get(), updated.object.get());
+
+  // A failure answers with a Status in `body`, shared or not.
+  ApiResult missing = store.patch(core("pods", "default", "q"), PatchType::Merge, "{}", shared);
+  EXPECT_EQ(missing.code, 404);
+  EXPECT_FALSE(missing.object);
+  EXPECT_EQ(missing.answer()["kind"], "Status");
+
+  // Without shared_answer (the default) the answer is a copy in `body`.
+  ApiResult copied = store.patch(core("pods", "default", "p", "status"), PatchType::Merge,
+                                 R"({"status":{"phase":"Succeeded"}})", {.field_manager = "k"});
+  ASSERT_EQ(copied.code, 200);
+  EXPECT_FALSE(copied.object);
+  EXPECT_EQ(copied.body["status"]["phase"], "Succeeded");
+  EXPECT_EQ(&copied.answer(), &copied.body);
+
+  // A custom resource is answered as its clients see it (defaults of its schema applied), and a
+  // dry run with what it would have stored.
+  install_crd();
+  ApiResult job = store.create(dtj("default"), a_job("j"), shared);
+  ASSERT_EQ(job.code, 201);
+  ASSERT_TRUE(job.object);
+  EXPECT_EQ(*job.object, must(store.get(dtj("default", "j"))));
+  ApiResult dry = store.create(core("pods", "default"), a_pod("d"),
+                               {.dry_run = true, .shared_answer = true});
+  ASSERT_EQ(dry.code, 201);
+  ASSERT_TRUE(dry.object);
+  EXPECT_EQ((*dry.object)["metadata"]["name"], "d");
+  EXPECT_EQ(store.get(core("pods", "default", "d")).code, 404);
+}
+
 TEST_F(StoreTest, CustomResourcesNeedAResourceVersionOnUpdate) {
   install_crd();
   json job = must(store.create(dtj("default"), a_job("j")), 201);

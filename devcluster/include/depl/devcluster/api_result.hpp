@@ -2,6 +2,7 @@
 // (the object, a list, a Table or a meta/v1 Status). The HTTP layer writes it out verbatim.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,13 @@ struct ApiResult {
   int code = 200;
   nlohmann::json body;
   std::vector<std::string> warnings;  // "Warning:" headers (e.g. fieldValidation=Warn)
+  // The written object itself, shared and never modified, in place of a copy in `body` (which
+  // then stays null): how a write answers when its WriteOptions::shared_answer asks for it.
+  std::shared_ptr<const nlohmann::json> object = nullptr;
 
   bool ok() const { return code >= 200 && code < 300; }
+  // What the answer says: the shared object when there is one, else `body`.
+  const nlohmann::json& answer() const { return object ? *object : body; }
 };
 
 // A meta/v1 Status failure: {"kind":"Status","apiVersion":"v1","status":"Failure",

@@ -85,6 +85,12 @@ struct WriteOptions {
   std::string field_validation;  // "Strict" (400 on unknown fields), "Warn", "Ignore" ("" = Warn)
   bool force = false;            // apply: take ownership of conflicting fields
   std::string user_agent;        // recorded; the default field manager is derived from it
+  // A successful create, update, patch or apply answers with ApiResult::object (the stored
+  // object, shared) and leaves `body` null, instead of copying the object into `body`: for
+  // callers that only serialize the answer (the HTTP handler) or only look at its code (the
+  // simulated kubelet and scheduler). A pod is a few KB of JSON; the copy and its destruction
+  // were ~8% of the CPU of the scale bench's burst (docs/benchmarks.md).
+  bool shared_answer = false;
 };
 
 struct DeleteOptions {
