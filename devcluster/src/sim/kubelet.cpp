@@ -100,7 +100,9 @@ struct Kubelet::Impl {
   };
   struct PodRun {
     std::string uid, ns, name, node, dir, ip, start_time, restart_policy;
-    json pod;
+    // The pod as last seen: the cache's object, shared (a pod is a few KB of JSON, and every
+    // status write of ours comes back as an event).
+    ObjectCache::ObjectPtr pod;
     std::vector<ContainerRun> containers;
     bool terminating = false;
     std::string failed_reason, failed_message;
@@ -149,14 +151,16 @@ struct Kubelet::Impl {
         std::lock_guard lock(mutex);
         for (auto& t : batch) t();
         std::vector<std::string> changed_nodes;
-        nodes.sync([&](const std::string& type, const json& node) {
-          on_node_event(type, node, changed_nodes);
+        nodes.sync([&](const std::string& type, const ObjectCache::ObjectPtr& node) {
+          on_node_event(type, *node, changed_nodes);
         });
-        pods.sync([&](const std::string& type, const json& pod) { on_pod_event(type, pod); });
+        pods.sync([&](const std::string& type, const ObjectCache::ObjectPtr& pod) {
+          on_pod_event(type, pod);
+        });
         // Pods that were waiting for their node to appear or become ready.
         for (const auto& node : changed_nodes) {
           for (const auto& [key, pod] : pods.objects()) {
-            if (pod_node_name(*pod) == node) on_pod_event("MODIFIED", *pod);
+            if (pod_node_name(*pod) == node) on_pod_event("MODIFIED", pod);
           }
         }
       }
@@ -221,7 +225,8 @@ struct Kubelet::Impl {
 
   // ---- pods ---------------------------------------------------------------------------------
 
-  void on_pod_event(const std::string& type, const json& pod) {
+  void on_pod_event(const std::string& type, const ObjectCache::ObjectPtr& shared) {
+    const json& pod = *shared;
     const std::string uid = pod["metadata"].value("uid", "");
     auto it = runs.find(uid);
     if (type == "DELETED") {
@@ -246,11 +251,11 @@ struct Kubelet::Impl {
         fail_unstarted(pod, node);
         return;
       }
-      start_pod(pod);
+      start_pod(shared);
       return;
     }
     PodRun& run = it->second;
-    run.pod = pod;
+    run.pod = shared;
     if (deleting && !run.terminating) begin_termination(run);
   }
 
@@ -281,14 +286,15 @@ struct Kubelet::Impl {
     return "";
   }
 
-  void start_pod(const json& pod) {
+  void start_pod(const ObjectCache::ObjectPtr& shared) {
+    const json& pod = *shared;
     PodRun run;
     run.uid = pod["metadata"].value("uid", "");
     run.ns = pod["metadata"].value("namespace", "");
     run.name = pod["metadata"].value("name", "");
     run.node = pod["spec"].value("nodeName", "");
     run.restart_policy = pod["spec"].value("restartPolicy", "Always");
-    run.pod = pod;
+    run.pod = shared;
     run.ip = allocate_ip();
     run.start_time = rfc3339_now();
     // Created when a container process starts there.
@@ -369,7 +375,7 @@ struct Kubelet::Impl {
         const json& from = e["valueFrom"];
         if (from.contains("fieldRef")) {
           const std::string field = from["fieldRef"].value("fieldPath", "");
-          const json& meta = run.pod["metadata"];
+          const json& meta = (*run.pod)["metadata"];
           if (field == "metadata.name") {
             vars[name] = run.name;
           } else if (field == "metadata.namespace") {
@@ -383,7 +389,7 @@ struct Kubelet::Impl {
           } else if (field == "spec.nodeName") {
             vars[name] = run.node;
           } else if (field == "spec.serviceAccountName") {
-            vars[name] = run.pod["spec"].value("serviceAccountName", "default");
+            vars[name] = (*run.pod)["spec"].value("serviceAccountName", "default");
           } else if (field.rfind("metadata.labels['", 0) == 0 ||
                      field.rfind("metadata.annotations['", 0) == 0) {
             const bool labels = field[9] == 'l';
@@ -426,7 +432,7 @@ struct Kubelet::Impl {
   }
 
   const json* container_spec(const PodRun& run, const std::string& name) const {
-    const json& list = run.pod["spec"]["containers"];
+    const json& list = (*run.pod)["spec"]["containers"];
     for (const auto& c : list) {
       if (c.value("name", "") == name) return &c;
     }
@@ -596,7 +602,7 @@ struct Kubelet::Impl {
   void begin_termination(PodRun& run) {
     run.terminating = true;
     std::int64_t grace = 30;
-    const json& meta = run.pod["metadata"];
+    const json& meta = (*run.pod)["metadata"];
     if (meta.contains("deletionGracePeriodSeconds") &&
         meta["deletionGracePeriodSeconds"].is_number_integer()) {
       grace = meta["deletionGracePeriodSeconds"].get<std::int64_t>();
@@ -642,7 +648,7 @@ struct Kubelet::Impl {
     if (run.kill_timer) timers.cancel(run.kill_timer);
     run.kill_timer = 0;
     write_status(run);
-    force_remove(run.pod);
+    force_remove(*run.pod);
   }
 
   void force_remove(const json& pod) {
@@ -726,7 +732,11 @@ struct Kubelet::Impl {
     json scheduled_time = now;
     json conditions = json::array();
     auto old_condition = [&](const std::string& type) -> json {
-      const json& status = run.pod.contains("status") ? run.pod["status"] : json();
+      // A reference to the pod's own status (`cond ? (*run.pod)["status"] : json()` would be a
+      // copy of it, at every call).
+      static const json kNone;
+      auto found = run.pod->find("status");
+      const json& status = found != run.pod->end() ? *found : kNone;
       if (status.is_object() && status.contains("conditions") && status["conditions"].is_array()) {
         for (const auto& c : status["conditions"]) {
           if (c.value("type", "") == type) return c;
@@ -773,6 +783,7 @@ struct Kubelet::Impl {
     WriteOptions options;
     options.field_manager = "depl-kubelet";
     options.user_agent = "depl-devcluster/kubelet";
+    options.shared_answer = true;  // only the code is read
     auto r = store.patch(ResourceRef{"", "v1", "pods", ns, name, "status"}, PatchType::Merge,
                          body.dump(), options);
     if (!r.ok() && r.code != 404) {

@@ -37,8 +37,7 @@ void ObjectCache::put(nlohmann::json object) {
   objects_[std::move(key)] = std::make_shared<const nlohmann::json>(std::move(object));
 }
 
-bool ObjectCache::sync(
-    const std::function<void(const std::string&, const nlohmann::json&)>& on_event) {
+bool ObjectCache::sync(const Handler& on_event) {
   bool changed = false;
   std::set<Key> seen_since_relist;
   bool relisting = false;
@@ -66,16 +65,16 @@ bool ObjectCache::sync(
       if (relisting) seen_since_relist.insert(key);
     }
     changed = true;
-    if (on_event) on_event(e.type, *e.object);
+    if (on_event) on_event(e.type, e.object);
   }
   if (relisting) {
     // Objects deleted while no watch was open: the relist did not mention them.
     for (auto it = objects_.begin(); it != objects_.end();) {
       if (!seen_since_relist.count(it->first)) {
-        const std::shared_ptr<const nlohmann::json> gone = it->second;
+        const ObjectPtr gone = it->second;
         it = objects_.erase(it);
         changed = true;
-        if (on_event) on_event("DELETED", *gone);
+        if (on_event) on_event("DELETED", gone);
       } else {
         ++it;
       }

@@ -44,6 +44,9 @@ class LoopSignal {
 class ObjectCache {
  public:
   using Key = std::string;  // "<namespace>/<name>" or "<name>"
+  // The store's object, shared and never modified: a handler keeps it without a copy.
+  using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+  using Handler = std::function<void(const std::string& type, const ObjectPtr& object)>;
   // `on_event(type, object)` runs inside sync() for every change applied ("ADDED", "MODIFIED",
   // "DELETED"); on a relist, objects gone meanwhile are reported DELETED.
   ObjectCache(ApiStore& store, ResourceRef collection, LoopSignal& signal);
@@ -51,7 +54,7 @@ class ObjectCache {
 
   // Applies queued events; opens (or reopens) the watch when needed. Returns true if anything
   // changed.
-  bool sync(const std::function<void(const std::string&, const nlohmann::json&)>& on_event = {});
+  bool sync(const Handler& on_event = {});
   // The objects as the store published them (shared, never modified: no copy per event).
   const std::map<Key, std::shared_ptr<const nlohmann::json>>& objects() const { return objects_; }
   // Local edit after a write of ours, so the next decision sees it before the event arrives.

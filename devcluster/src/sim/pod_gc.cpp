@@ -131,8 +131,12 @@ struct PodGarbageCollector::Loop {
 
   void run(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      nodes.sync([&](const std::string& type, const json& node) { on_node_event(type, node); });
-      pods.sync([&](const std::string& type, const json& pod) { on_pod_event(type, pod); });
+      nodes.sync([&](const std::string& type, const ObjectCache::ObjectPtr& node) {
+        on_node_event(type, *node);
+      });
+      pods.sync([&](const std::string& type, const ObjectCache::ObjectPtr& pod) {
+        on_pod_event(type, *pod);
+      });
       if (!suspects.empty()) collect();
       // Also wakes without events: quarantines end, and a round that met a conflict retries.
       signal.wait(std::chrono::milliseconds(500));

@@ -240,7 +240,9 @@ struct Scheduler::Loop {
   void run(std::stop_token stop) {
     while (!stop.stop_requested()) {
       const bool pods_changed = pods.sync(
-          [this](const std::string&, const json& pod) { pod_changed(ObjectCache::key_of(pod)); });
+          [this](const std::string&, const ObjectCache::ObjectPtr& pod) {
+            pod_changed(ObjectCache::key_of(*pod));
+          });
       const bool nodes_changed = nodes.sync();
       if (pods_changed || nodes_changed) schedule_pending(nodes_changed);
       signal.wait(std::chrono::milliseconds(500));
