@@ -197,7 +197,10 @@ void check_dns_label(const json& spec, const char* key, const std::string& path,
 std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod) {
   const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
   std::vector<FieldError> errors;
-  const json& spec = pod.contains("spec") && pod["spec"].is_object() ? pod["spec"] : json::object();
+  // A reference, not `cond ? pod["spec"] : json::object()`, which copies the spec.
+  static const json kNoSpec = json::object();
+  auto found = pod.find("spec");
+  const json& spec = found != pod.end() && found->is_object() ? *found : kNoSpec;
   for (const char* list : {"initContainers", "containers"}) {
     auto containers = spec.find(list);
     if (containers == spec.end() || !containers->is_array()) continue;
