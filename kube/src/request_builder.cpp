@@ -1,5 +1,7 @@
 #include "depl/kube/request_builder.hpp"
 
+#include "depl/common/json_dump.hpp"
+
 #include <string>
 
 namespace depl::kube::requests {
@@ -57,7 +59,7 @@ Expected<HttpRequest, ApiError> put(const ResourceType& type, const json& object
   HttpRequest request = base("PUT", object_path(type, ns, name, subresource));
   request.headers.emplace_back("Content-Type", "application/json");
   add_write_options(request, options);
-  request.body = object.dump();
+  request.body = dump_json(object);
   return request;
 }
 
@@ -143,7 +145,7 @@ Expected<HttpRequest, ApiError> create(const ResourceType& type, std::string_vie
   HttpRequest request = base("POST", collection_path(type, type.namespaced ? namespace_name : ""));
   request.headers.emplace_back("Content-Type", "application/json");
   add_write_options(request, options);
-  request.body = object.dump();
+  request.body = dump_json(object);
   return request;
 }
 
@@ -204,7 +206,7 @@ Expected<HttpRequest, ApiError> patch(const ResourceType& type, std::string_view
     request.query.emplace_back("fieldValidation", options.field_validation);
   }
   // JSON is valid YAML, so an apply patch is sent as JSON too (kubectl does the same).
-  request.body = patch.dump();
+  request.body = dump_json(patch);
   return request;
 }
 

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <set>
 
+#include "depl/common/json_dump.hpp"
 #include "depl/devcluster/table.hpp"
 #include "server/api_path.hpp"
 #include "server/discovery.hpp"
@@ -180,9 +181,13 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
     // Written around the stored object rather than through to_json(), which copies it: this runs
     // for every event of every HTTP watch.
     std::string line = R"({"type":)";
-    line += json(event.type).dump();
+    append_json(line, json(event.type));
     line += R"(,"object":)";
-    line += event.object ? event.object->dump() : "{}";
+    if (event.object) {
+      append_json(line, *event.object);
+    } else {
+      line += "{}";
+    }
     line += "}\n";
     return line;
   }
@@ -385,7 +390,7 @@ HttpResponse ApiHandler::respond(const ApiResult& result, const HttpRequest& req
         to_table(*table_type, answer, std::chrono::system_clock::now(), include_object(request))
             .dump();
   } else {
-    response.body = answer.dump();
+    response.body = dump_json(answer);
   }
   for (const auto& w : result.warnings) {
     std::string escaped;

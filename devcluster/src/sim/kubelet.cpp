@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "depl/common/base64.hpp"
+#include "depl/common/json_dump.hpp"
 #include "server/timer_thread.hpp"
 #include "sim/object_cache.hpp"
 #include "sim/process_runner.hpp"
@@ -785,7 +786,7 @@ struct Kubelet::Impl {
     options.user_agent = "depl-devcluster/kubelet";
     options.shared_answer = true;  // only the code is read
     auto r = store.patch(ResourceRef{"", "v1", "pods", ns, name, "status"}, PatchType::Merge,
-                         body.dump(), options);
+                         dump_json(body), options);
     if (!r.ok() && r.code != 404) {
       spdlog::warn("event=pod_status_failed pod={}/{} code={} message=\"{}\"", ns, name, r.code,
                    r.body.is_object() ? r.body.value("message", "") : "");
