@@ -49,10 +49,26 @@ class Generator {
   // Mostly what Kubernetes objects hold (names, labels, images), with now and then every byte a
   // string can carry: quotes, backslashes, control characters, DEL, and valid UTF-8.
   std::string text() {
-    static const std::vector<std::string> kPieces = {
-        "a",  "metadata", "nvidia.com/gpu", "2026-11-26T04:00:00Z", " ", "/", "k:{\"name\":\"x\"}",
-        "\"", "\\",       "\n",             "\t",                   "\x01", "\x1f", "\x7f",
-        "é",  "日本",     "💡",             "{}",                   "[]",   "0"};
+    static const std::vector<std::string> kPieces = {"a",
+                                                     "metadata",
+                                                     "nvidia.com/gpu",
+                                                     "2026-11-26T04:00:00Z",
+                                                     " ",
+                                                     "/",
+                                                     "k:{\"name\":\"x\"}",
+                                                     "\"",
+                                                     "\\",
+                                                     "\n",
+                                                     "\t",
+                                                     "\x01",
+                                                     "\x1f",
+                                                     "\x7f",
+                                                     "é",
+                                                     "日本",
+                                                     "💡",
+                                                     "{}",
+                                                     "[]",
+                                                     "0"};
     std::string out;
     for (int i = 0, n = below(4); i < n; ++i) {
       const int pick = below(100) < 70 ? below(7) : below(static_cast<int>(kPieces.size()));
@@ -125,10 +141,10 @@ TEST(JsonDump, WritesWhatDumpWritesForAKubernetesObject) {
 }
 
 TEST(JsonDump, EmptyContainersBinaryAndDiscardedValuesAreWrittenAsDumpWritesThem) {
-  for (const json& value : {json::object(), json::array(), json(json::array({json::object()})),
-                            json::binary({1, 2, 3}, 7), json(json::value_t::discarded),
-                            json(std::uint64_t{18446744073709551615ull}), json(""),
-                            json(std::string("a\0b", 3))}) {
+  for (const json& value :
+       {json::object(), json::array(), json(json::array({json::object()})),
+        json::binary({1, 2, 3}, 7), json(json::value_t::discarded),
+        json(std::uint64_t{18446744073709551615ull}), json(""), json(std::string("a\0b", 3))}) {
     EXPECT_EQ(dump_json(value), value.dump());
   }
 }

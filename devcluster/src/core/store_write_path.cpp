@@ -167,7 +167,9 @@ ApiResult ApiStore::create(const ResourceRef& ref, json body, const WriteOptions
     body = std::move(*original);
     return create_locked();
   }
-  if (created) return Impl::object_answer(result.code, *type, created, options, std::move(result.warnings));
+  if (created) {
+    return Impl::object_answer(result.code, *type, created, options, std::move(result.warnings));
+  }
   return result;
 }
 

@@ -239,8 +239,8 @@ struct Scheduler::Loop {
 
   void run(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      const bool pods_changed = pods.sync(
-          [this](const std::string&, const ObjectCache::ObjectPtr& pod) {
+      const bool pods_changed =
+          pods.sync([this](const std::string&, const ObjectCache::ObjectPtr& pod) {
             pod_changed(ObjectCache::key_of(*pod));
           });
       const bool nodes_changed = nodes.sync();

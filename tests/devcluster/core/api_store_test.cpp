@@ -193,8 +193,8 @@ TEST_F(StoreTest, SharedAnswersAreTheStoredObjectNotACopy) {
   ASSERT_EQ(job.code, 201);
   ASSERT_TRUE(job.object);
   EXPECT_EQ(*job.object, must(store.get(dtj("default", "j"))));
-  ApiResult dry = store.create(core("pods", "default"), a_pod("d"),
-                               {.dry_run = true, .shared_answer = true});
+  ApiResult dry =
+      store.create(core("pods", "default"), a_pod("d"), {.dry_run = true, .shared_answer = true});
   ASSERT_EQ(dry.code, 201);
   ASSERT_TRUE(dry.object);
   EXPECT_EQ((*dry.object)["metadata"]["name"], "d");
