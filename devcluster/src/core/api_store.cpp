@@ -189,8 +189,9 @@ void ApiStore::send_bookmarks() {
 }
 
 void ApiStore::compact() {
+  std::deque<HistoryEvent> forgotten;  // freed after the lock is released
   std::lock_guard lock(impl_->mutex);
-  impl_->history.clear();
+  forgotten.swap(impl_->history);
   impl_->compacted_rv = impl_->rv;
   impl_->continue_compacted_rv = impl_->rv;
 }

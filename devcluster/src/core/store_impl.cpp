@@ -270,6 +270,7 @@ void ApiStore::Impl::record_event(HistoryEvent event) {
   history.push_back(std::move(event));
   while (history.size() > options.history_window && !history.empty()) {
     compacted_rv = history.front().rv;
+    pending.retired.push_back(std::move(history.front()));
     history.pop_front();
   }
 }

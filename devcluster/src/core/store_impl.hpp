@@ -43,6 +43,10 @@ struct Watcher {
 struct PendingEffects {
   std::vector<std::shared_ptr<WatchSubscription>> notify;
   std::vector<WriteRecord> records;
+  // Events pushed out of the history window. Their objects are often the last references to old
+  // versions (a pod's few KB of JSON): freed with these effects, after the lock is released,
+  // instead of under it at every write once the window is full.
+  std::vector<HistoryEvent> retired;
 };
 
 // What a write request comes to, computed from the object as it was when the request read it

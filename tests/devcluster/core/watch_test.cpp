@@ -120,6 +120,25 @@ TEST_F(StoreTest, HistoryWindowIsBounded) {
   EXPECT_EQ((*fresh)->drain().size(), 50u);
 }
 
+TEST_F(StoreTest, AVersionPushedOutOfTheHistoryIsFreedByTheWriteThatPushedItOut) {
+  // The fixture keeps 100 events: the first version of the pod is held by its ADDED event and, as
+  // `previous`, by the MODIFIED event that follows it.
+  ApiResult created = store.create(core("pods", "default"), a_pod("p"), {.shared_answer = true});
+  ASSERT_EQ(created.code, 201);
+  std::weak_ptr<const json> first = created.object;
+  created.object.reset();
+  auto label = [&](int i) {
+    return store.patch(core("pods", "default", "p"), PatchType::Merge,
+                       json{{"metadata", {{"labels", {{"i", std::to_string(i)}}}}}}.dump(),
+                       {.shared_answer = true});
+  };
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(label(i).code, 200);
+  // 101 events since the create: its ADDED event is gone, the first MODIFIED one still holds it.
+  EXPECT_FALSE(first.expired());
+  ASSERT_EQ(label(100).code, 200);
+  EXPECT_TRUE(first.expired());
+}
+
 TEST_F(StoreTest, BookmarksCarryOnlyTheResourceVersion) {
   auto with = store.watch(core("pods", "default"),
                           {.resource_version = store.resource_version(), .allow_bookmarks = true});
