@@ -19,7 +19,7 @@ FROM debian:bookworm-slim
 # Exactly the packages of `ldd build/bin/depl-controller` (kept so by dockerfile_test.cpp).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libc6 libfmt9 libgcc-s1 libspdlog1.10 libssl3 libstdc++6 libyaml-cpp0.7 \
+      libc6 libfmt9 libgcc-s1 libspdlog1.10 libssl3 libstdc++6 libtcmalloc-minimal4 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/bin/depl-controller /usr/local/bin/depl-controller
 # The chart runs it as 65532 with a read-only root filesystem; nothing is written to disk.

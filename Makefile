@@ -10,7 +10,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libboost-dev libboost-system-dev libssl-dev openssl \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libeigen3-dev \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  dataset-fashion-mnist zlib1g-dev ccache
+  libgoogle-perftools-dev dataset-fashion-mnist zlib1g-dev ccache
 
 # The fuzz build (make fuzz, docs/fuzzing.md): Debian's clang and its libFuzzer runtime.
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev

@@ -33,3 +33,18 @@ function(depl_add_test name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
 endfunction()
+
+# depl_link_allocator(TARGET): links the long-running processes (the controller, and the
+# executables that host the dev cluster) with gperftools' tcmalloc instead of glibc's malloc when
+# DEPL_TCMALLOC is on. Both sides build and free a JSON tree per object version from several
+# threads; docs/benchmarks.md ("Scale (issue 8)", sixth round) has the measurement that chose it.
+# --no-as-needed: nothing calls tcmalloc by name, it replaces malloc when the binary is loaded.
+function(depl_link_allocator target)
+  if(DEPL_TCMALLOC)
+    target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed"
+                          PkgConfig::TCMALLOC "-Wl,--pop-state")
+    target_compile_definitions(${target} PRIVATE DEPL_TCMALLOC=1)
+  else()
+    target_compile_definitions(${target} PRIVATE DEPL_TCMALLOC=0)
+  endif()
+endfunction()

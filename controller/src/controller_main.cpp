@@ -37,12 +37,15 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc gives each thread that allocates a heap of its own, up to 8 per core. The controller's
-  // threads (informers, workers, endpoints) allocate and free each other's objects, and every
-  // arena kept its own free memory: 2 arenas hold a burst of 1,000 jobs with 10,000 other pods
-  // cached in ~1.6 MiB less RSS, for no measurable CPU (docs/benchmarks.md, Scale). The
-  // MALLOC_ARENA_MAX environment variable still decides when it is set.
+#if !DEPL_TCMALLOC
+  // Built with glibc's malloc (-DDEPL_TCMALLOC=OFF; the default build links tcmalloc, which has
+  // no arenas). glibc gives each thread that allocates a heap of its own, up to 8 per core. The
+  // controller's threads (informers, workers, endpoints) allocate and free each other's objects,
+  // and every arena kept its own free memory: 2 arenas hold a burst of 1,000 jobs with 10,000
+  // other pods cached in ~1.6 MiB less RSS, for no measurable CPU (docs/benchmarks.md, Scale).
+  // The MALLOC_ARENA_MAX environment variable still decides when it is set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) ::mallopt(M_ARENA_MAX, 2);
+#endif
   depl::controller::ControllerConfig config;
   std::string log_format = "text";
   std::string rendezvous = "dns";
