@@ -55,6 +55,7 @@ void WatchSubscription::set_notifier(std::function<void()> notify) {
 void WatchSubscription::push(WatchEvent event) {
   // No wake-up here: the store pushes under its lock, and waking a consumer is a system call.
   // notify() wakes it once the lock is released.
+  event.queued = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
   if (closed_) return;
   queue_.push_back(std::move(event));

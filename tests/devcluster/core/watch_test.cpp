@@ -56,6 +56,25 @@ TEST_F(StoreTest, WatchFromExactVersionReplaysLaterChanges) {
   EXPECT_EQ(live->object->at("metadata").at("name"), "c");
 }
 
+TEST_F(StoreTest, EachEventCarriesTheTimeItWasQueuedForThisWatch) {
+  using Clock = std::chrono::steady_clock;
+  auto sub = store.watch(core("pods", "default"), {});
+  ASSERT_TRUE(sub);
+  const auto before_a = Clock::now();
+  must(store.create(core("pods", "default"), a_pod("a")), 201);
+  const auto after_a = Clock::now();
+  must(store.create(core("pods", "default"), a_pod("b")), 201);
+  const auto after_b = Clock::now();
+  const auto events = (*sub)->drain();
+  ASSERT_EQ(names_of(events), (std::vector<std::string>{"a", "b"}));
+  // Drained later, each stamped when its write queued it: a consumer that drains in batches
+  // still knows when each change happened.
+  EXPECT_GE(events[0].queued, before_a);
+  EXPECT_LE(events[0].queued, after_a);
+  EXPECT_GE(events[1].queued, after_a);
+  EXPECT_LE(events[1].queued, after_b);
+}
+
 TEST_F(StoreTest, WatchSelectorsTurnTransitionsIntoAddedAndDeleted) {
   must(store.create(core("pods", "default"), a_pod("a", {{"app", "x"}})), 201);
   auto sub = store.watch(core("pods", "default"),

@@ -22,6 +22,9 @@ namespace depl::devcluster {
 struct WatchEvent {
   std::string type;
   std::shared_ptr<const nlohmann::json> object;
+  // When the store queued it on this subscription (set by push): an in-process consumer that
+  // drains in batches still knows when each event happened, without waking for each one.
+  std::chrono::steady_clock::time_point queued{};
 
   // The wire form, one line of a watch stream without the trailing newline.
   nlohmann::json to_json() const;
