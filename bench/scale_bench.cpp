@@ -346,10 +346,12 @@ class ControllerProcess {
 
 // ---- what the API server saw ---------------------------------------------------------------
 
-// Follows the store's own watch streams for jobs and pods (in-process subscriptions, so each
-// event is stamped when the API server emits it, not when a client polls) and remembers, per
-// job, when it was created, when its status first carried a Planned condition, and when its
-// first pod was created.
+// Follows the store's own watch streams for jobs and pods (in-process subscriptions; each event
+// carries the time the store queued it, so it is stamped when the API server emitted it, not
+// when the observer gets to it) and remembers, per job, when it was created, when its status
+// first carried a Planned condition, and when its first pod was created. It drains both streams
+// every few milliseconds instead of waking for each event: a wake-up per event cost the burst
+// ~4% of its CPU (system calls and context switches), taken from the system it measures.
 class Observer {
  public:
   struct JobTimes {
@@ -362,11 +364,11 @@ class Observer {
     auto pods = store.watch(kPods, {});
     if (jobs) jobs_watch_ = *jobs;
     if (pods) pods_watch_ = *pods;
-    threads_.emplace_back([this](std::stop_token stop) { follow_jobs(stop); });
-    threads_.emplace_back([this](std::stop_token stop) { follow_pods(stop); });
+    if (ok()) thread_ = std::jthread([this](std::stop_token stop) { follow(stop); });
   }
   ~Observer() {
-    for (auto& t : threads_) t.request_stop();
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
     if (jobs_watch_) jobs_watch_->close();
     if (pods_watch_) pods_watch_->close();
   }
@@ -389,52 +391,54 @@ class Observer {
   }
 
  private:
-  void follow_jobs(std::stop_token stop) {
+  void follow(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      auto event = jobs_watch_->next(std::chrono::milliseconds(100));
-      if (!event) {
-        if (jobs_watch_->closed()) return;
-        continue;
+      // Jobs first: a job's creation is queued before any of its pods.
+      const auto jobs = jobs_watch_->drain();
+      const auto pods = pods_watch_->drain();
+      {
+        std::lock_guard lock(mutex_);
+        for (const auto& event : jobs) on_job(event);
+        for (const auto& event : pods) on_pod(event);
       }
-      const auto now = Clock::now();
-      if (!event->object || event->type == "DELETED") continue;
-      const json& job = *event->object;
-      const std::string name = str(job["metadata"], "name");
-      std::lock_guard lock(mutex_);
-      JobTimes& t = jobs_[name];
-      if (!t.created) t.created = now;
-      if (t.planned) continue;
-      const json& status = job.value("status", json::object());
-      for (const auto& c : status.value("conditions", json::array())) {
-        if (!c.is_object() || str(c, "type") != "Planned") continue;
-        t.planned = now;
-        t.feasible = str(c, "status") == "True";
-        last_planned_ = now;
-        ++planned_;
-        if (t.feasible) ++feasible_;
-      }
+      if (jobs_watch_->closed() && pods_watch_->closed()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
 
-  void follow_pods(std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      auto event = pods_watch_->next(std::chrono::milliseconds(100));
-      if (!event) {
-        if (pods_watch_->closed()) return;
-        continue;
-      }
-      const auto now = Clock::now();
-      if (!event->object || event->type != "ADDED") continue;
-      const json& meta = (*event->object)["metadata"];
-      const std::string job = str(meta.value("labels", json::object()), "depl.dev/job");
-      if (job.empty()) continue;
-      std::lock_guard lock(mutex_);
-      JobTimes& t = jobs_[job];
-      if (t.first_pod) continue;
-      t.first_pod = now;
-      last_first_pod_ = now;
-      ++with_pods_;
+  void on_job(const depl::devcluster::WatchEvent& event) {
+    if (!event.object || event.type == "DELETED") return;
+    const json& job = *event.object;
+    const json& meta = job["metadata"];
+    JobTimes& t = jobs_[str(meta, "name")];
+    if (!t.created) t.created = event.queued;
+    if (t.planned) return;
+    const auto status = job.find("status");
+    if (status == job.end() || !status->is_object()) return;
+    const auto conditions = status->find("conditions");
+    if (conditions == status->end() || !conditions->is_array()) return;
+    for (const auto& c : *conditions) {
+      if (!c.is_object() || str(c, "type") != "Planned") continue;
+      t.planned = event.queued;
+      t.feasible = str(c, "status") == "True";
+      last_planned_ = event.queued;
+      ++planned_;
+      if (t.feasible) ++feasible_;
     }
+  }
+
+  void on_pod(const depl::devcluster::WatchEvent& event) {
+    if (!event.object || event.type != "ADDED") return;
+    const json& meta = (*event.object)["metadata"];
+    const auto labels = meta.find("labels");
+    if (labels == meta.end() || !labels->is_object()) return;
+    const std::string job = str(*labels, "depl.dev/job");
+    if (job.empty()) return;
+    JobTimes& t = jobs_[job];
+    if (t.first_pod) return;
+    t.first_pod = event.queued;
+    last_first_pod_ = event.queued;
+    ++with_pods_;
   }
 
   std::shared_ptr<depl::devcluster::WatchSubscription> jobs_watch_, pods_watch_;
@@ -442,7 +446,7 @@ class Observer {
   std::map<std::string, JobTimes> jobs_;
   std::optional<Clock::time_point> last_planned_, last_first_pod_;
   std::atomic<int> planned_{0}, with_pods_{0}, feasible_{0};
-  std::vector<std::jthread> threads_;
+  std::jthread thread_;
 };
 
 // ---- one run --------------------------------------------------------------------------------
