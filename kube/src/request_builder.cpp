@@ -1,8 +1,8 @@
 #include "depl/kube/request_builder.hpp"
 
-#include "depl/common/json_dump.hpp"
-
 #include <string>
+
+#include "depl/common/json_dump.hpp"
 
 namespace depl::kube::requests {
 

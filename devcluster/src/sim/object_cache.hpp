@@ -56,7 +56,7 @@ class ObjectCache {
   // changed.
   bool sync(const Handler& on_event = {});
   // The objects as the store published them (shared, never modified: no copy per event).
-  const std::map<Key, std::shared_ptr<const nlohmann::json>>& objects() const { return objects_; }
+  const std::map<Key, ObjectPtr>& objects() const { return objects_; }
   // Local edit after a write of ours, so the next decision sees it before the event arrives.
   void put(nlohmann::json object);
 
@@ -67,7 +67,7 @@ class ObjectCache {
   ResourceRef collection_;
   LoopSignal& signal_;
   std::shared_ptr<WatchSubscription> subscription_;
-  std::map<Key, std::shared_ptr<const nlohmann::json>> objects_;
+  std::map<Key, ObjectPtr> objects_;
 };
 
 }  // namespace depl::devcluster
