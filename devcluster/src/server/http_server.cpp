@@ -256,7 +256,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void enqueue(std::string chunk) {
-    if (closed_) return;
+    // A zero-length chunk is the chunked encoding's end marker: nothing to send is no chunk.
+    if (closed_ || chunk.empty()) return;
     queue_.push_back(std::move(chunk));
     if (!writing_) write_next();
   }
