@@ -266,6 +266,7 @@ int main(int argc, char** argv) {
   depl::devcluster::DevClusterOptions options;
   options.run_kubelet = false;  // the API server alone: pods stay Pending and unbound
   options.run_scheduler = false;
+  options.insecure_http = true;  // the watchers speak plain HTTP
   auto cluster = depl::devcluster::DevCluster::start(options);
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().message.c_str());

@@ -503,6 +503,8 @@ std::optional<RunResult> run_once(const Options& o, int run) {
   // No image is mapped: every container is simulated (no process), and negative duration keeps
   // it Running until its pod is deleted.
   cluster_options.simulated_pod_duration = std::chrono::milliseconds(-1);
+  // Plain HTTP, as the figures in docs/benchmarks.md were measured.
+  cluster_options.insecure_http = true;
   auto started = depl::devcluster::DevCluster::start(cluster_options);
   if (!started) {
     std::fprintf(stderr, "error: dev cluster: %s\n", started.error().message.c_str());

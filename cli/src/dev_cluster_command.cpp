@@ -24,7 +24,7 @@ struct DevClusterArgs {
   std::string pools;
   int port = 0;
   std::string kubeconfig_out;
-  bool tls = false;
+  bool insecure_http = false;
   std::vector<std::string> image_map;
   double pod_seconds = 5;
   std::string work_dir;
@@ -56,7 +56,7 @@ int run_dev_cluster(const DevClusterArgs& args) {
     return kExitBadInput;
   }
   options.port = static_cast<std::uint16_t>(args.port);
-  options.tls = args.tls;
+  options.insecure_http = args.insecure_http;
   options.kubeconfig_path = args.kubeconfig_out;
   options.work_dir = args.work_dir;
   if (!std::isfinite(args.pod_seconds)) {
@@ -117,7 +117,8 @@ void add_dev_cluster_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--port", args->port, "Port on 127.0.0.1 (0: any free port)");
   cmd->add_option("--kubeconfig-out", args->kubeconfig_out,
                   "Where to write the kubeconfig (default: in the work directory)");
-  cmd->add_flag("--tls", args->tls, "Serve HTTPS with a generated CA and require a bearer token");
+  cmd->add_flag("--insecure-http", args->insecure_http,
+                "Serve plain HTTP instead of HTTPS (requests without a token act as the admin)");
   cmd->add_option("--image-map", args->image_map,
                   "IMAGE=EXECUTABLE: run containers of IMAGE as local processes ('*' for all)")
       ->take_all();

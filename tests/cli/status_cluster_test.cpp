@@ -44,6 +44,7 @@ class StatusOnDevCluster : public ::testing::Test {
     devcluster::DevClusterOptions options;
     options.run_scheduler = false;
     options.run_kubelet = false;
+    options.insecure_http = true;  // the client below is given the URL alone
     auto started = devcluster::DevCluster::start(options);
     ASSERT_TRUE(started) << started.error().message;
     cluster_ = std::move(*started);

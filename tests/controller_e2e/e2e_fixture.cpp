@@ -8,8 +8,10 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
+#include "chart_files.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/kube/beast_transport.hpp"
 #include "depl/kube/kubeconfig.hpp"
@@ -122,7 +124,6 @@ void ControllerE2e::start_cluster(const std::string& pools_file, ClusterSetup se
   devcluster::DevClusterOptions options;
   if (!pools_file.empty()) options.pools_file = (kTestData / pools_file).string();
   options.image_map["*"] = kSimWorker.string();
-  options.tls = setup.tls;
   if (setup.capture_log) {
     // The directory exists before the cluster, so its first log line is captured too. Swapping
     // the default logger is safe now and in TearDown only: no other thread of ours logs then.
@@ -155,6 +156,45 @@ void ControllerE2e::start_cluster(const std::string& pools_file, ClusterSetup se
   ASSERT_TRUE(crd) << crd.error().message;
   auto created = client_->create(resources::custom_resource_definitions(), "", *crd);
   ASSERT_TRUE(created) << created.error().message;
+  ASSERT_NO_FATAL_FAILURE(install_controller_identity(setup.edit_rbac));
+}
+
+void ControllerE2e::install_controller_identity(
+    const std::function<void(std::vector<json>&)>& edit) {
+  auto context = packaging::default_context();
+  ASSERT_TRUE(context) << context.error().message;
+  ASSERT_EQ(std::string(packaging::kReleaseNamespace), kControllerNamespace);
+  auto chart = packaging::render_chart(*context);
+  ASSERT_TRUE(chart) << chart.error().message;
+  // kind -> (group, plural)
+  const std::map<std::string, std::pair<std::string, std::string>> identity_kinds = {
+      {"ServiceAccount", {"", "serviceaccounts"}},
+      {"ClusterRole", {"rbac.authorization.k8s.io", "clusterroles"}},
+      {"ClusterRoleBinding", {"rbac.authorization.k8s.io", "clusterrolebindings"}},
+      {"Role", {"rbac.authorization.k8s.io", "roles"}},
+      {"RoleBinding", {"rbac.authorization.k8s.io", "rolebindings"}}};
+  std::vector<json> objects;
+  for (const auto& object : *chart) {
+    if (identity_kinds.count(object.value("kind", ""))) objects.push_back(object);
+  }
+  if (edit) edit(objects);
+  auto& store = cluster_->store();
+  auto ns = store.create(devcluster::ResourceRef{"", "v1", "namespaces", "", "", ""},
+                         json{{"metadata", {{"name", kControllerNamespace}}}});
+  ASSERT_TRUE(ns.ok()) << ns.answer().dump();
+  std::string account;
+  for (const auto& object : objects) {
+    const auto& [group, plural] = identity_kinds.at(object.value("kind", ""));
+    const std::string object_ns = object["metadata"].value("namespace", "");
+    auto made =
+        store.create(devcluster::ResourceRef{group, "v1", plural, object_ns, "", ""}, object);
+    ASSERT_TRUE(made.ok()) << packaging::object_id(object) << ": " << made.answer().dump();
+    if (plural == "serviceaccounts") account = object["metadata"].value("name", "");
+  }
+  ASSERT_FALSE(account.empty()) << "the chart renders no ServiceAccount";
+  auto written = cluster_->write_service_account_kubeconfig(kControllerNamespace, account,
+                                                            controller_kubeconfig().string());
+  ASSERT_TRUE(written) << written.error().message;
 }
 
 void ControllerE2e::start_controller(std::uint16_t progress_port) {
@@ -163,13 +203,15 @@ void ControllerE2e::start_controller(std::uint16_t progress_port) {
   controller_ready_ = false;
   controller_failed_ = false;
   controller::ControllerConfig cc;
-  cc.kubeconfig = cluster_->kubeconfig_path();
+  cc.kubeconfig = controller_kubeconfig().string();
   cc.metrics_addr = "127.0.0.1:0";
   cc.progress_addr = fmt::format("127.0.0.1:{}", progress_port);
   cc.health_addr = "127.0.0.1:0";
   cc.rendezvous = controller::RendezvousMode::Loopback;
   cc.checkpoint_root = (work_dir_ / "checkpoints").string();
-  cc.catalog_namespace = "kube-system";  // none installed: the nodes' annotations hold the figures
+  // The chart's own namespace, where its Role lets it read ConfigMaps; no catalog is installed
+  // there: the nodes' annotations hold the figures.
+  cc.catalog_namespace = kControllerNamespace;
   controller_ = std::jthread([this, cc, stop = controller_stop_.get_token()] {
     auto ran =
         controller::run_controller(cc, stop, [this](const controller::ControllerEndpoints& e) {

@@ -46,12 +46,12 @@ std::optional<json> pod_env(const json& pod, const std::string& name);
 
 // How start_cluster sets the dev cluster up.
 struct ClusterSetup {
-  // HTTPS with a generated CA and a required bearer token (DevClusterOptions::tls), both in the
-  // kubeconfig every client of the scenario uses.
-  bool tls = false;
   // This process's log lines (the dev cluster's, an in-process controller's) also go to
   // ControllerE2e::in_process_log() until TearDown, for scenarios that search every log.
   bool capture_log = false;
+  // Changes the chart's ServiceAccount, roles and bindings before they are created, e.g. to take
+  // a permission away.
+  std::function<void(std::vector<json>&)> edit_rbac;
 };
 
 class ControllerE2e : public ::testing::Test {
@@ -60,9 +60,17 @@ class ControllerE2e : public ::testing::Test {
   void TearDown() override;
 
   // Starts the dev cluster with the pools of `pools_file` (a testdata file name; "" = no nodes),
-  // applies the CRD and starts recording pods. Fatal failures on error: ASSERT_NO_FATAL_FAILURE.
+  // applies the CRD, creates the chart's ServiceAccount, ClusterRole, Role and bindings (rendered
+  // from charts/depl-operator, as `helm install` would in namespace depl-system) and starts
+  // recording pods. The controller connects as that ServiceAccount (controller_kubeconfig()),
+  // so a permission the chart lacks fails with the 403 a real cluster gives. Fatal failures on
+  // error: ASSERT_NO_FATAL_FAILURE.
   void start_cluster(const std::string& pools_file, ClusterSetup setup = {});
   fs::path in_process_log() const { return work_dir_ / "in-process.log"; }
+  // The kubeconfig of the chart's ServiceAccount, which the controller uses.
+  fs::path controller_kubeconfig() const { return work_dir_ / "controller.kubeconfig"; }
+  // The chart's release namespace, where its Role and ServiceAccount are.
+  static constexpr const char* kControllerNamespace = "depl-system";
   // Runs the controller in a thread until stop_controller(). `progress_port` 0: any port.
   void start_controller(std::uint16_t progress_port = 0);
   void stop_controller();
@@ -103,6 +111,7 @@ class ControllerE2e : public ::testing::Test {
 
  private:
   void capture_log(const fs::path& file);
+  void install_controller_identity(const std::function<void(std::vector<json>&)>& edit);
   void end_log_capture();
 
   bool owns_work_dir_ = false;  // made here (to capture the log from the start), removed here

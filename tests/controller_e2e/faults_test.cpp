@@ -173,7 +173,9 @@ class FaultsE2e : public ControllerProcessE2e {
 TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompletes) {
   // HTTPS with a bearer token, as a real API server: the controller connects with the
   // kubeconfig the cluster writes, and the log search below has the token to look for.
-  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml", {.tls = true, .capture_log = true}));
+  ClusterSetup setup;
+  setup.capture_log = true;
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml", setup));
   ASSERT_TRUE(cluster_->url().starts_with("https://")) << cluster_->url();
   ASSERT_GE(cluster_->bearer_token().size(), 16u);
   const std::uint16_t port = free_loopback_port();
@@ -277,6 +279,7 @@ TEST_F(FaultsE2e, ApiServerFaultsAndAThirtySecondOutageLoseNothingAndTheJobCompl
       {"the API bearer token", cluster_->bearer_token()},
       {"a PEM private key", "PRIVATE KEY-----"}};
   for (auto& secret : kubeconfig_secrets(cluster_->kubeconfig_path())) needles.push_back(secret);
+  for (auto& secret : kubeconfig_secrets(controller_kubeconfig())) needles.push_back(secret);
   ASSERT_GE(needles.size(), 4u) << "the kubeconfig holds no credential: TLS is not on";
   std::set<std::string> searched;
   for (const auto& entry : fs::recursive_directory_iterator(work_dir_)) {

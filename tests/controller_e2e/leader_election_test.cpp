@@ -56,7 +56,7 @@ class LeaderElectionE2e : public ControllerProcessE2e {
     };
     return spawn_controller(
         identity,
-        {"--leader-elect", "--leader-election-namespace", "default",
+        {"--leader-elect", "--leader-election-namespace", kControllerNamespace,
          "--leader-elect-lease-duration", ms(kLeaseDuration), "--leader-elect-renew-deadline",
          ms(kRenewDeadline), "--leader-elect-retry-period", ms(kRetryPeriod), "--progress-addr",
          fmt::format("127.0.0.1:{}", ports_[static_cast<std::size_t>(i)]),

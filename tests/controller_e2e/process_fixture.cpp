@@ -51,13 +51,13 @@ void ControllerProcessE2e::start_recorded_cluster(const std::string& pools_file,
 
 std::unique_ptr<ControllerProcess> ControllerProcessE2e::spawn_controller(
     const std::string& identity, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--kubeconfig",        cluster_->kubeconfig_path(),
+  std::vector<std::string> args = {"--kubeconfig",        controller_kubeconfig().string(),
                                    "--identity",          identity,
                                    "--metrics-addr",      "127.0.0.1:0",
                                    "--health-addr",       "127.0.0.1:0",
                                    "--rendezvous",        "loopback",
                                    "--checkpoint-root",   (work_dir_ / "checkpoints").string(),
-                                   "--catalog-namespace", "kube-system"};
+                                   "--catalog-namespace", kControllerNamespace};
   args.insert(args.end(), extra.begin(), extra.end());
   auto process = std::make_unique<ControllerProcess>(controller_binary(), args,
                                                      work_dir_ / (identity + ".log"));

@@ -69,7 +69,6 @@ class KubeOnDevCluster : public ::testing::Test {
  protected:
   void SetUp() override {
     devcluster::DevClusterOptions options;
-    options.tls = true;  // CA verification and a bearer token, as on a real cluster
     options.run_scheduler = false;
     options.run_kubelet = false;
     auto started = devcluster::DevCluster::start(options);

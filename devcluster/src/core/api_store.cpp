@@ -95,10 +95,12 @@ ApiResult too_old(std::uint64_t requested, std::uint64_t oldest) {
 
 ApiStore::ApiStore(StoreOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   // The namespaces every cluster starts with, each with its default service account.
+  WriteOptions write;
+  write.field_manager = "kube-apiserver";
   for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
     create({"", "v1", "namespaces", "", "", ""},
            json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}},
-           WriteOptions{false, "kube-apiserver", "", false, ""});
+           write);
   }
 }
 

@@ -72,6 +72,25 @@ std::vector<ResourceType> builtin_resource_types() {
   types.push_back(make(rbac, "v1", "clusterroles", "clusterrole", "ClusterRole", false));
   types.push_back(
       make(rbac, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false));
+  // Reviews: created, answered, never stored.
+  auto review = [&](const std::string& group, const std::string& plural,
+                    const std::string& singular, const std::string& kind, bool namespaced) {
+    auto t = make(group, "v1", plural, singular, kind, namespaced);
+    t.verbs = {"create"};
+    t.persisted = false;
+    types.push_back(std::move(t));
+  };
+  review("authentication.k8s.io", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",
+         false);
+  review("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview", false);
+  review("authorization.k8s.io", "localsubjectaccessreviews", "localsubjectaccessreview",
+         "LocalSubjectAccessReview", true);
+  review("authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+         "SelfSubjectAccessReview", false);
+  review("authorization.k8s.io", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+         "SelfSubjectRulesReview", false);
+  review("authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview",
+         "SubjectAccessReview", false);
   auto crds =
       make("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
            "CustomResourceDefinition", false, {"crd", "crds"}, true);

@@ -1,8 +1,10 @@
 // The checks of builtin_validation.hpp, worded as kube-apiserver words them.
 #include "builtin_validation.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -221,6 +223,57 @@ std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod)
   return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
 }
 
+const char* kConfigKey =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')";
+
+std::string text_of(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json& member(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it != object.end() ? *it : kNull;
+}
+
+std::string supported(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ", ") + quoted(v);
+  return out;
+}
+
+FieldError unsupported(const std::string& field, const std::string& value,
+                       const std::vector<std::string>& values) {
+  return {
+      "FieldValueNotSupported", field,
+      fmt::format("Unsupported value: {}: supported values: {}", quoted(value), supported(values))};
+}
+
+bool valid_port_name(const std::string& name) {
+  // IANA_SVC_NAME: at most 15 lower-case alphanumerics or '-', a letter in it, no "--", no '-'
+  // at either end.
+  if (name.empty() || name.size() > 15 || name.front() == '-' || name.back() == '-') return false;
+  bool letter = false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c >= 'a' && c <= 'z') letter = true;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+    if (c == '-' && i > 0 && name[i - 1] == '-') return false;
+  }
+  return letter;
+}
+
+std::optional<ApiResult> result_of(const ResourceType& type, const json& object,
+                                   const std::vector<FieldError>& errors) {
+  if (errors.empty()) return std::nullopt;
+  const std::string name = object.value("/metadata/name"_json_pointer, std::string());
+  return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
+}
+
 std::optional<ApiResult> validate_service(const ResourceType& type, const json& service) {
   const std::string name = service.value("/metadata/name"_json_pointer, std::string());
   std::vector<FieldError> errors;
@@ -231,17 +284,353 @@ std::optional<ApiResult> validate_service(const ResourceType& type, const json& 
   if (!has_dns1035_label_form(name)) {
     errors.push_back(invalid_value("metadata.name", quoted(name), kDns1035Label));
   }
-  if (errors.empty()) return std::nullopt;
-  return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
+  const json& spec = member(service, "spec");
+  const std::string service_type = text_of(spec.is_object() ? spec : json::object(), "type");
+  static const std::vector<std::string> kTypes = {"ClusterIP", "ExternalName", "LoadBalancer",
+                                                  "NodePort"};
+  if (!service_type.empty() &&
+      std::find(kTypes.begin(), kTypes.end(), service_type) == kTypes.end()) {
+    errors.push_back(unsupported("spec.type", service_type, kTypes));
+  }
+  const json& ports = member(spec, "ports");
+  const bool headless = spec.is_object() && text_of(spec, "clusterIP") == "None";
+  if ((!ports.is_array() || ports.empty()) && !headless && service_type != "ExternalName") {
+    errors.push_back({"FieldValueRequired", "spec.ports", "Required value"});
+  }
+  if (ports.is_array()) {
+    std::set<std::string> names;
+    static const std::vector<std::string> kProtocols = {"SCTP", "TCP", "UDP"};
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      const json& p = ports[i];
+      if (!p.is_object()) continue;
+      const std::string path = fmt::format("spec.ports[{}]", i);
+      const std::string port_name = text_of(p, "name");
+      if (port_name.empty() && ports.size() > 1) {
+        errors.push_back({"FieldValueRequired", path + ".name", "Required value"});
+      } else if (!port_name.empty()) {
+        if (!valid_port_name(port_name)) {
+          errors.push_back(invalid_value(path + ".name", quoted(port_name),
+                                         "a DNS-1123 label must consist of lower case "
+                                         "alphanumeric characters or '-', and must start and "
+                                         "end with an alphanumeric character"));
+        } else if (!names.insert(port_name).second) {
+          errors.push_back({"FieldValueDuplicate", path + ".name",
+                            fmt::format("Duplicate value: {}", quoted(port_name))});
+        }
+      }
+      const json& port = member(p, "port");
+      if (!port.is_number_integer() || port.get<std::int64_t>() < 1 ||
+          port.get<std::int64_t>() > 65535) {
+        errors.push_back(invalid_value(path + ".port", port.is_null() ? "0" : port.dump(),
+                                       "must be between 1 and 65535, inclusive"));
+      }
+      const std::string protocol = text_of(p, "protocol");
+      if (!protocol.empty() &&
+          std::find(kProtocols.begin(), kProtocols.end(), protocol) == kProtocols.end()) {
+        errors.push_back(unsupported(path + ".protocol", protocol, kProtocols));
+      }
+      const json& target = member(p, "targetPort");
+      if (target.is_number_integer() &&
+          (target.get<std::int64_t>() < 1 || target.get<std::int64_t>() > 65535)) {
+        errors.push_back(invalid_value(path + ".targetPort", target.dump(),
+                                       "must be between 1 and 65535, inclusive"));
+      } else if (target.is_string() && !valid_port_name(target.get<std::string>())) {
+        errors.push_back(invalid_value(path + ".targetPort", quoted(target.get<std::string>()),
+                                       "must contain only alpha-numeric characters (a-z, 0-9), "
+                                       "and hyphens (-)"));
+      }
+    }
+  }
+  return result_of(type, service, errors);
+}
+
+bool valid_config_key(const std::string& key) {
+  if (key.empty() || key.size() > 253 || key == "." || key == "..") return false;
+  for (char c : key) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// data and binaryData (or stringData) keys, and the total size.
+void check_config_data(const json& object, std::vector<const char*> maps,
+                       std::vector<FieldError>& errors) {
+  std::size_t total = 0;
+  std::set<std::string> seen;
+  for (const char* map : maps) {
+    const json& data = member(object, map);
+    if (!data.is_object()) continue;
+    for (const auto& [key, value] : data.items()) {
+      const std::string field = fmt::format("{}[{}]", map, key);
+      if (!valid_config_key(key)) {
+        errors.push_back(invalid_value(field, quoted(key), kConfigKey));
+      } else if (std::string(map) == "binaryData" && seen.count(key)) {
+        errors.push_back(invalid_value(field, quoted(key), "duplicate of key present in data"));
+      }
+      seen.insert(key);
+      if (value.is_string()) total += value.get_ref<const std::string&>().size();
+    }
+  }
+  if (total > 1048576) {
+    errors.push_back(
+        {"FieldValueTooLong", maps.front(), "Too long: may not be more than 1048576 bytes"});
+  }
+}
+
+std::optional<ApiResult> validate_secret(const ResourceType& type, const json& secret) {
+  std::vector<FieldError> errors;
+  check_config_data(secret, {"data", "stringData"}, errors);
+  const std::string secret_type = text_of(secret, "type");
+  const json& data = member(secret, "data");
+  auto require_key = [&](const char* key) {
+    if (!data.is_object() || !data.contains(key)) {
+      errors.push_back({"FieldValueRequired", fmt::format("data[{}]", key), "Required value"});
+    }
+  };
+  if (secret_type == "kubernetes.io/service-account-token") {
+    const json& annotations = member(member(secret, "metadata"), "annotations");
+    if (!annotations.is_object() ||
+        text_of(annotations, "kubernetes.io/service-account.name").empty()) {
+      errors.push_back({"FieldValueRequired",
+                        "metadata.annotations[kubernetes.io/service-account.name]",
+                        "Required value"});
+    }
+  } else if (secret_type == "kubernetes.io/dockerconfigjson") {
+    require_key(".dockerconfigjson");
+  } else if (secret_type == "kubernetes.io/dockercfg") {
+    require_key(".dockercfg");
+  } else if (secret_type == "kubernetes.io/tls") {
+    require_key("tls.crt");
+    require_key("tls.key");
+  } else if (secret_type == "kubernetes.io/ssh-auth") {
+    require_key("ssh-privatekey");
+  }
+  return result_of(type, secret, errors);
+}
+
+std::optional<ApiResult> validate_config_map(const ResourceType& type, const json& config_map) {
+  std::vector<FieldError> errors;
+  check_config_data(config_map, {"data", "binaryData"}, errors);
+  return result_of(type, config_map, errors);
+}
+
+std::optional<ApiResult> validate_lease(const ResourceType& type, const json& lease) {
+  std::vector<FieldError> errors;
+  const json& spec = member(lease, "spec");
+  const json& duration = member(spec, "leaseDurationSeconds");
+  if (duration.is_number_integer() && duration.get<std::int64_t>() <= 0) {
+    errors.push_back(
+        invalid_value("spec.leaseDurationSeconds", duration.dump(), "must be greater than 0"));
+  }
+  const json& transitions = member(spec, "leaseTransitions");
+  if (transitions.is_number_integer() && transitions.get<std::int64_t>() < 0) {
+    errors.push_back(invalid_value("spec.leaseTransitions", transitions.dump(),
+                                   "must be greater than or equal to 0"));
+  }
+  if (!text_of(spec.is_object() ? spec : json::object(), "preferredHolder").empty() &&
+      text_of(spec.is_object() ? spec : json::object(), "strategy").empty()) {
+    errors.push_back({"FieldValueForbidden", "spec.preferredHolder",
+                      "Forbidden: preferredHolder can only be set when strategy is set"});
+  }
+  return result_of(type, lease, errors);
+}
+
+// Events are checked in their client form: core/v1 (message, involvedObject) or events.k8s.io/v1
+// (note, regarding).
+std::optional<ApiResult> validate_event(const ResourceType& type, const json& event) {
+  std::vector<FieldError> errors;
+  const bool v1 = type.group == "events.k8s.io";
+  const std::string ns = event.value("/metadata/namespace"_json_pointer, std::string());
+  const char* regarding = v1 ? "regarding" : "involvedObject";
+  const char* note = v1 ? "note" : "message";
+  const json& involved = member(event, regarding);
+  const std::string involved_ns =
+      involved.is_object() ? text_of(involved, "namespace") : std::string();
+  if (!involved_ns.empty() && involved_ns != ns) {
+    errors.push_back(invalid_value(std::string(regarding) + ".namespace", quoted(involved_ns),
+                                   "does not match event.namespace"));
+  }
+  const std::string event_type = text_of(event, "type");
+  static const std::vector<std::string> kTypes = {"Normal", "Warning"};
+  const bool new_style = v1 || !member(event, "eventTime").is_null();
+  if (v1 && member(event, "eventTime").is_null()) {
+    errors.push_back({"FieldValueRequired", "eventTime", "Required value"});
+  }
+  if (new_style) {
+    const char* controller = v1 ? "reportingController" : "reportingComponent";
+    for (const char* required : {controller, "reportingInstance", "action", "reason"}) {
+      if (text_of(event, required).empty()) {
+        errors.push_back({"FieldValueRequired", required, "Required value"});
+      }
+    }
+    if (std::find(kTypes.begin(), kTypes.end(), event_type) == kTypes.end()) {
+      errors.push_back(unsupported("type", event_type, kTypes));
+    }
+    if (text_of(event, note).size() > 1024) {
+      errors.push_back({"FieldValueTooLong", note, "Too long: may not be more than 1024 bytes"});
+    }
+  } else if (!event_type.empty() &&
+             std::find(kTypes.begin(), kTypes.end(), event_type) == kTypes.end()) {
+    errors.push_back(unsupported("type", event_type, kTypes));
+  }
+  return result_of(type, event, errors);
+}
+
+bool is_core(const ResourceType& type, const char* plural) {
+  return !type.custom && type.group.empty() && type.plural == plural;
 }
 
 }  // namespace
 
+void apply_pod_spec_defaults(json& object) {
+  auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) return;
+  auto default_member = [](json& o, const char* key, const json& value) {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) o[key] = value;
+  };
+  default_member(*spec, "restartPolicy", "Always");
+  default_member(*spec, "terminationGracePeriodSeconds", 30);
+  default_member(*spec, "schedulerName", "default-scheduler");
+  default_member(*spec, "dnsPolicy", "ClusterFirst");
+  for (const char* list : {"initContainers", "containers"}) {
+    auto containers = spec->find(list);
+    if (containers == spec->end() || !containers->is_array()) continue;
+    for (auto& c : *containers) {
+      if (!c.is_object()) continue;
+      default_member(c, "terminationMessagePath", "/dev/termination-log");
+      default_member(c, "terminationMessagePolicy", "File");
+      if (!c.contains("imagePullPolicy")) {
+        const std::string image = text_of(c, "image");
+        const bool latest =
+            image.find(':') == std::string::npos ||
+            (image.size() >= 7 && image.compare(image.size() - 7, 7, ":latest") == 0);
+        c["imagePullPolicy"] = latest ? "Always" : "IfNotPresent";
+      }
+      if (c.contains("ports") && c["ports"].is_array()) {
+        for (auto& p : c["ports"]) {
+          if (p.is_object() && !p.contains("protocol")) p["protocol"] = "TCP";
+        }
+      }
+    }
+  }
+}
+
 std::optional<ApiResult> validate_builtin_object(const ResourceType& type, const json& object) {
-  if (type.custom || !type.group.empty()) return std::nullopt;
+  if (type.custom) return std::nullopt;
+  if (type.group == "coordination.k8s.io" && type.plural == "leases") {
+    return validate_lease(type, object);
+  }
+  if (type.plural == "events" && (type.group.empty() || type.group == "events.k8s.io")) {
+    return validate_event(type, object);
+  }
+  if (!type.group.empty()) return std::nullopt;
   if (type.plural == "pods") return validate_pod(type, object);
   if (type.plural == "services") return validate_service(type, object);
+  if (type.plural == "secrets") return validate_secret(type, object);
+  if (type.plural == "configmaps") return validate_config_map(type, object);
   return std::nullopt;
+}
+
+std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const json& old,
+                                                 const json& object) {
+  std::vector<FieldError> errors;
+  if (is_core(type, "pods")) {
+    // What kube-apiserver's ValidatePodUpdate lets change; the rest of the spec must be equal.
+    json allowed = member(old, "spec").is_object() ? old["spec"] : json::object();
+    const json& next = member(object, "spec");
+    if (next.is_object()) {
+      for (const char* list : {"containers", "initContainers"}) {
+        const json& mine = member(next, list);
+        json& theirs = allowed[list];
+        if (!mine.is_array() || !theirs.is_array() || mine.size() != theirs.size()) {
+          if (theirs.is_null()) allowed.erase(list);
+          continue;
+        }
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+          if (theirs[i].is_object() && mine[i].is_object() && mine[i].contains("image")) {
+            theirs[i]["image"] = mine[i]["image"];
+          }
+        }
+      }
+      const json& deadline = member(next, "activeDeadlineSeconds");
+      const json& old_deadline = member(allowed, "activeDeadlineSeconds");
+      if (deadline.is_number_integer() &&
+          (old_deadline.is_null() ||
+           (old_deadline.is_number_integer() &&
+            deadline.get<std::int64_t>() <= old_deadline.get<std::int64_t>()))) {
+        allowed["activeDeadlineSeconds"] = deadline;
+      }
+      const json& tolerations = member(next, "tolerations");
+      const json& old_tolerations = member(allowed, "tolerations");
+      if (tolerations.is_array()) {
+        bool additions_only = true;
+        if (old_tolerations.is_array()) {
+          for (const auto& t : old_tolerations) {
+            additions_only = additions_only && std::find(tolerations.begin(), tolerations.end(),
+                                                         t) != tolerations.end();
+          }
+        }
+        if (additions_only) allowed["tolerations"] = tolerations;
+      }
+      const json& gates = member(next, "schedulingGates");
+      const json& old_gates = member(allowed, "schedulingGates");
+      if (old_gates.is_array()) {
+        bool removals_only = true;
+        if (gates.is_array()) {
+          for (const auto& g : gates) {
+            removals_only = removals_only &&
+                            std::find(old_gates.begin(), old_gates.end(), g) != old_gates.end();
+          }
+        }
+        if (removals_only) {
+          if (gates.is_null()) {
+            allowed.erase("schedulingGates");
+          } else {
+            allowed["schedulingGates"] = gates;
+          }
+        }
+      }
+    }
+    if (allowed != (next.is_object() ? next : json::object())) {
+      errors.push_back(
+          {"FieldValueForbidden", "spec",
+           "Forbidden: pod updates may not change fields other than "
+           "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+           "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+           "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it "
+           "was previously negative)"});
+    }
+  } else if (is_core(type, "services")) {
+    const std::string before =
+        text_of(member(old, "spec").is_object() ? old["spec"] : json::object(), "clusterIP");
+    const std::string after =
+        text_of(member(object, "spec").is_object() ? object["spec"] : json::object(), "clusterIP");
+    if (!before.empty() && before != after) {
+      errors.push_back(invalid_value("spec.clusterIP", quoted(after), "field is immutable"));
+    }
+  } else if (is_core(type, "secrets") || is_core(type, "configmaps")) {
+    const bool secret = type.plural == "secrets";
+    if (secret && text_of(old, "type") != text_of(object, "type")) {
+      errors.push_back(
+          invalid_value("type", quoted(text_of(object, "type")), "field is immutable"));
+    }
+    if (member(old, "immutable") == json(true)) {
+      if (member(object, "immutable") != json(true)) {
+        errors.push_back({"FieldValueForbidden", "immutable",
+                          "Forbidden: field is immutable when `immutable` is set"});
+      }
+      for (const char* data : {"data", secret ? "stringData" : "binaryData"}) {
+        if (member(old, data) != member(object, data)) {
+          errors.push_back({"FieldValueForbidden", data,
+                            "Forbidden: field is immutable when `immutable` is set"});
+        }
+      }
+    }
+  }
+  return result_of(type, object, errors);
 }
 
 }  // namespace depl::devcluster

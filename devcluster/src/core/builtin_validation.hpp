@@ -1,6 +1,10 @@
 // kube-apiserver's validation of the built-in objects an operator builds (its
-// pkg/apis/core/validation), for the fields operators get wrong: container resource quantities and
-// names, environment variable names, a pod's hostname and subdomain, and Service names. Not the
+// pkg/apis/core/validation and friends), for the fields operators get wrong: container resource
+// quantities and names, environment variable names, a pod's hostname and subdomain; Services'
+// names, ports, protocols and types; Secret and ConfigMap keys, sizes and types; Leases'
+// durations; Events' namespaces, types and required fields; and on update what may not change:
+// a pod's spec but for images, activeDeadlineSeconds, added tolerations and removed scheduling
+// gates; a Service's clusterIP; a Secret's type; immutable Secrets' and ConfigMaps' data. Not the
 // whole of it: what is not checked here is stored as sent.
 #pragma once
 
@@ -18,5 +22,14 @@ namespace depl::devcluster {
 // (details.causes[].field), or nullopt when the checks here pass.
 std::optional<ApiResult> validate_builtin_object(const ResourceType& type,
                                                  const nlohmann::json& object);
+// The answer to an update from `old` to `object` (both with defaults applied) that changes what
+// kube-apiserver does not let change (422 Invalid), or nullopt. Not for /status writes.
+std::optional<ApiResult> validate_builtin_update(const ResourceType& type,
+                                                 const nlohmann::json& old,
+                                                 const nlohmann::json& object);
+// The defaults kube-apiserver gives a pod's spec (restartPolicy, dnsPolicy, schedulerName,
+// terminationGracePeriodSeconds; each container's terminationMessagePath, imagePullPolicy and
+// port protocols), on create and on update.
+void apply_pod_spec_defaults(nlohmann::json& pod);
 
 }  // namespace depl::devcluster

@@ -2,6 +2,7 @@
 // events.k8s.io <-> core/v1 Event mapping.
 #include <fmt/format.h>
 
+#include "builtin_validation.hpp"
 #include "store_impl.hpp"
 
 namespace depl::devcluster {
@@ -24,30 +25,7 @@ void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_
   }
   const std::string& r = type.plural;
   if (type.group.empty() && r == "pods") {
-    default_if_absent(object, "/spec/restartPolicy"_json_pointer, "Always");
-    default_if_absent(object, "/spec/terminationGracePeriodSeconds"_json_pointer, 30);
-    default_if_absent(object, "/spec/schedulerName"_json_pointer, "default-scheduler");
-    default_if_absent(object, "/spec/dnsPolicy"_json_pointer, "ClusterFirst");
-    if (object.contains("/spec/containers"_json_pointer) &&
-        object["/spec/containers"_json_pointer].is_array()) {
-      for (auto& c : object["/spec/containers"_json_pointer]) {
-        if (!c.is_object()) continue;
-        if (!c.contains("terminationMessagePath")) {
-          c["terminationMessagePath"] = "/dev/termination-log";
-        }
-        if (!c.contains("imagePullPolicy")) {
-          std::string image = c.value("image", "");
-          bool latest = image.find(':') == std::string::npos ||
-                        (image.size() >= 7 && image.compare(image.size() - 7, 7, ":latest") == 0);
-          c["imagePullPolicy"] = latest ? "Always" : "IfNotPresent";
-        }
-        if (c.contains("ports") && c["ports"].is_array()) {
-          for (auto& p : c["ports"]) {
-            if (p.is_object() && !p.contains("protocol")) p["protocol"] = "TCP";
-          }
-        }
-      }
-    }
+    apply_pod_spec_defaults(object);
     object["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
   } else if (type.group.empty() && r == "services") {
     default_if_absent(object, "/spec/type"_json_pointer, "ClusterIP");

@@ -189,9 +189,12 @@ struct ApiStore::Impl {
                           const WriteOptions& options);
   // Pruning, defaulting and validation of custom resources and CRDs, validation of the built-in
   // kinds builtin_validation.hpp checks; nullopt when fine.
+  // Built-in kinds: strict field validation against their schemas (unknown fields pruned,
+  // refused with fieldValidation=Strict), and on update (`old` set) what may not change.
   static std::optional<ApiResult> admit(const ResourceType& type, nlohmann::json& object,
                                         const WriteOptions& options,
-                                        std::vector<std::string>& warnings);
+                                        std::vector<std::string>& warnings,
+                                        const nlohmann::json* old = nullptr);
   void after_write(const ResourceType& type, const nlohmann::json& object, bool deleted);
 
   // ---- pods/binding (store_binding.cpp) ----

@@ -3,6 +3,7 @@
 // managedFields, admission of custom resources and CRD registration.
 #include <fmt/format.h>
 
+#include "builtin_schemas.hpp"
 #include "builtin_types.hpp"
 #include "builtin_validation.hpp"
 #include "depl/common/base64.hpp"
@@ -16,6 +17,15 @@ namespace depl::devcluster {
 using nlohmann::json;
 
 namespace {
+
+// RBAC objects' names need only be path segments ("system:discovery"): no '/' or '%', not "." or
+// "..".
+std::optional<std::string> path_segment_problem(const std::string& name) {
+  if (name == "." || name == "..") return "may not be '" + name + "'";
+  if (name.find('/') != std::string::npos) return "may not contain '/'";
+  if (name.find('%') != std::string::npos) return "may not contain '%'";
+  return std::nullopt;
+}
 
 // DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', starting and ending alphanumeric.
 std::optional<std::string> name_problem(const std::string& name) {
@@ -141,9 +151,38 @@ std::optional<ApiResult> check_kind(const std::string& expected_api_version,
   return std::nullopt;
 }
 
+namespace {
+
+// fieldValidation's answer to the unknown and duplicate fields of a request: a 400 with Strict,
+// warnings with Warn (the default), nothing with Ignore.
+std::optional<ApiResult> field_validation(const WriteOptions& options,
+                                          const std::vector<std::string>& unknown,
+                                          std::vector<std::string>& warnings) {
+  std::vector<std::string> problems;
+  for (const auto& field : unknown) problems.push_back(fmt::format("unknown field \"{}\"", field));
+  for (const auto& field : options.duplicate_fields) {
+    problems.push_back(fmt::format("duplicate field \"{}\"", field));
+  }
+  if (problems.empty()) return std::nullopt;
+  if (options.field_validation == "Strict") {
+    std::string message = "strict decoding error: ";
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      message += (i ? ", " : "") + problems[i];
+    }
+    return bad_request(message);
+  }
+  if (options.field_validation != "Ignore") {
+    warnings.insert(warnings.end(), problems.begin(), problems.end());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& object,
                                                const WriteOptions& options,
-                                               std::vector<std::string>& warnings) {
+                                               std::vector<std::string>& warnings,
+                                               const json* old) {
   static const json::json_pointer kName("/metadata/name");
   std::string name = object.value(kName, std::string());
   if (type.group.empty() && type.plural == "secrets" && object.contains("stringData")) {
@@ -159,20 +198,20 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
     if (!types) return invalid(type.qualified_kind(), name, type.kind, type.group, types.error());
     return std::nullopt;
   }
-  if (!type.custom) return validate_builtin_object(type, object);
+  if (!type.custom) {
+    // The built-in kinds are decoded into their types: fields the schema lacks are dropped.
+    std::vector<std::string> unknown;
+    if (const auto* schema = BuiltinSchemas::get().kind(type.api_version(), type.kind)) {
+      unknown = unknown_fields(*schema, object, true);
+    }
+    if (auto refused = field_validation(options, unknown, warnings)) return refused;
+    if (auto problem = validate_builtin_object(type, object)) return problem;
+    if (old) return validate_builtin_update(type, *old, object);
+    return std::nullopt;
+  }
   if (!type.schema) return std::nullopt;
   std::vector<std::string> unknown = prune_unknown_fields(object, *type.schema);
-  if (!unknown.empty() && options.field_validation == "Strict") {
-    std::string message = "strict decoding error: ";
-    for (std::size_t i = 0; i < unknown.size(); ++i) {
-      message += fmt::format("{}unknown field \"{}\"", i ? ", " : "", unknown[i]);
-    }
-    return bad_request(message);
-  }
-  if (options.field_validation != "Ignore") {
-    for (const auto& field : unknown)
-      warnings.push_back(fmt::format("unknown field \"{}\"", field));
-  }
+  if (auto refused = field_validation(options, unknown, warnings)) return refused;
   apply_schema_defaults(object, *type.schema);
   std::vector<FieldError> errors = validate_against_schema(object, *type.schema);
   if (!errors.empty()) return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
@@ -236,7 +275,9 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
     return bad_request(fmt::format(
         "the name of the object ({}) does not match the name on the URL ({})", name, ref.name));
   }
-  if (auto problem = name_problem(name); problem && type.plural != "events") {
+  const bool rbac = type.group == "rbac.authorization.k8s.io";
+  if (auto problem = rbac ? path_segment_problem(name) : name_problem(name);
+      problem && type.plural != "events") {
     return invalid(type.qualified_kind(), name, type.kind, type.group,
                    {{"FieldValueInvalid", "metadata.name",
                      fmt::format("Invalid value: \"{}\": {}", name, *problem)}});
@@ -341,7 +382,9 @@ PreparedCreate ApiStore::Impl::prepare_create(const ResourceType& type, const Re
         "the name of the object ({}) does not match the name on the URL ({})", name, ref.name));
     return out;
   }
-  if (auto problem = name_problem(name); problem && type.plural != "events") {
+  const bool rbac = type.group == "rbac.authorization.k8s.io";
+  if (auto problem = rbac ? path_segment_problem(name) : name_problem(name);
+      problem && type.plural != "events") {
     out.answer = invalid(type.qualified_kind(), name, type.kind, type.group,
                          {{"FieldValueInvalid", "metadata.name",
                            fmt::format("Invalid value: \"{}\": {}", name, *problem)}});
@@ -526,7 +569,13 @@ PreparedWrite ApiStore::Impl::prepare_replace(const ResourceType& type, const Re
   const bool checked_already =
       status_endpoint && type.has_status_subresource && !type.custom && type.group.empty();
   if (!checked_already) {
-    if (auto problem = admit(type, next, options, out.warnings)) return answer(*problem);
+    // An update's object gets the defaults a create's does: a PUT that leaves a defaulted field
+    // out changes nothing there.
+    if (!type.custom && type.group.empty() && type.plural == "pods") apply_pod_spec_defaults(next);
+    if (auto problem =
+            admit(type, next, options, out.warnings, status_endpoint ? nullptr : &before)) {
+      return answer(*problem);
+    }
   }
   if (!same_spec(next, before, type.has_status_subresource)) {
     next["metadata"]["generation"] = before["metadata"].value("generation", 1) + 1;

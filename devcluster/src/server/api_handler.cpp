@@ -10,8 +10,11 @@
 #include "depl/common/json_dump.hpp"
 #include "depl/devcluster/table.hpp"
 #include "server/api_path.hpp"
+#include "server/auth_api.hpp"
 #include "server/discovery.hpp"
 #include "server/openapi.hpp"
+#include "server/protobuf_decoding.hpp"
+#include "server/request_attributes.hpp"
 
 namespace depl::devcluster {
 
@@ -126,6 +129,101 @@ Expected<DeleteOptions, HttpResponse> delete_options(const HttpRequest& request)
   return o;
 }
 
+// The object a POST or PUT sends: JSON, or a Kubernetes protobuf envelope.
+Expected<json, HttpResponse> decode_body(const HttpRequest& request) {
+  const std::string content_type = request.header("content-type");
+  if (content_type.find("protobuf") != std::string::npos) {
+    auto decoded = decode_protobuf_object(request.body);
+    if (!decoded) {
+      return unexpected(status_response(
+          400, "BadRequest",
+          "the protobuf request body could not be decoded: " + decoded.error().message));
+    }
+    return std::move(*decoded);
+  }
+  if (content_type.find("cbor") != std::string::npos) {
+    return unexpected(status_response(415, "UnsupportedMediaType",
+                                      "the body of the request was in an unknown format - "
+                                      "accepted media types include: application/json, "
+                                      "application/yaml, application/vnd.kubernetes.protobuf"));
+  }
+  json body = json::parse(request.body, nullptr, false);
+  if (body.is_discarded()) {
+    return unexpected(status_response(400, "BadRequest", "the request body is not valid JSON"));
+  }
+  return body;
+}
+
+// A JSON text's members that appear twice in their object ("metadata.name",
+// "spec.containers[0].image"), as kube-apiserver's strict decoder names them.
+std::vector<std::string> duplicate_members(const std::string& text) {
+  struct Frame {
+    bool array = false;
+    std::string path;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index = 0;
+  };
+  std::vector<Frame> stack;
+  std::vector<std::string> duplicates;
+  auto child_path = [&]() -> std::string {
+    if (stack.empty()) return "";
+    const Frame& top = stack.back();
+    if (top.array) return top.path + "[" + std::to_string(top.index) + "]";
+    return top.path.empty() ? top.key : top.path + "." + top.key;
+  };
+  auto advance = [&] {
+    if (!stack.empty() && stack.back().array) ++stack.back().index;
+  };
+  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start: {
+        Frame frame;
+        frame.array = event == json::parse_event_t::array_start;
+        frame.path = child_path();
+        stack.push_back(std::move(frame));
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!stack.empty()) stack.pop_back();
+        advance();
+        break;
+      case json::parse_event_t::key:
+        if (!stack.empty() && parsed.is_string()) {
+          Frame& top = stack.back();
+          top.key = parsed.get<std::string>();
+          if (!top.keys.insert(top.key).second) duplicates.push_back(child_path());
+        }
+        break;
+      case json::parse_event_t::value:
+        advance();
+        break;
+    }
+    return true;
+  };
+  const json parsed = json::parse(text, callback, false);
+  (void)parsed;  // only the duplicates are wanted
+  return duplicates;
+}
+
+// What a POST or PUT sends: a JSON object (and the members it repeats), or a Kubernetes protobuf
+// envelope.
+struct DecodedBody {
+  json object;
+  std::vector<std::string> duplicates;
+};
+
+Expected<DecodedBody, HttpResponse> decode_write_body(const HttpRequest& request) {
+  auto object = decode_body(request);
+  if (!object) return unexpected(object.error());
+  const std::string content_type = request.header("content-type");
+  const bool json_text = content_type.find("protobuf") == std::string::npos;
+  return DecodedBody{std::move(*object),
+                     json_text ? duplicate_members(request.body) : std::vector<std::string>()};
+}
+
 json version_document(const std::string& git_version) {
   return {{"major", "1"},
           {"minor", "32"},
@@ -209,7 +307,11 @@ struct WatchBridge : std::enable_shared_from_this<WatchBridge> {
 }  // namespace
 
 ApiHandler::ApiHandler(ApiStore& store, ApiHandlerOptions options)
-    : store_(store), options_(std::move(options)), hold_(std::make_shared<WatchHold>()) {
+    : store_(store),
+      options_(std::move(options)),
+      authenticator_(store, options_.admin_token, options_.anonymous_is_admin),
+      authorizer_(store),
+      hold_(std::make_shared<WatchHold>()) {
   if (options_.bookmark_interval.count() > 0) {
     // Periodic bookmarks keep long watches resumable (client-go asks for them).
     auto tick = std::make_shared<std::function<void()>>();
@@ -223,6 +325,15 @@ ApiHandler::ApiHandler(ApiStore& store, ApiHandlerOptions options)
 }
 
 ApiHandler::~ApiHandler() = default;
+
+Expected<std::string> ApiHandler::service_account_token(const std::string& ns,
+                                                        const std::string& name,
+                                                        std::chrono::seconds lifetime) {
+  auto account = store_.get(ResourceRef{"", "v1", "serviceaccounts", ns, name, ""});
+  if (!account.ok()) return error(account.answer().value("message", "no such service account"));
+  const std::string uid = account.answer().value("/metadata/uid"_json_pointer, std::string());
+  return authenticator_.issue_token(ns, name, uid, lifetime).first;
+}
 
 void ApiHandler::set_server_address(std::string address) {
   std::lock_guard lock(mutex_);
@@ -298,11 +409,18 @@ HandlerResult ApiHandler::handle(HttpRequest& request) {
     }
   }
   const ApiPath path = parse_api_path(request.path);
-  const bool public_path =
-      path.kind == ApiPath::Kind::Version || path.kind == ApiPath::Kind::Health;
-  if (!options_.bearer_token.empty() && !public_path &&
-      request.header("authorization") != "Bearer " + options_.bearer_token) {
-    return status_response(401, "Unauthorized", "Unauthorized");
+  // Every request, discovery and health checks included, is authenticated and then authorized,
+  // as kube-apiserver's filters do before any handler runs.
+  auto authenticated = authenticator_.authenticate(request);
+  if (!authenticated) return json_response(authenticated.error().code, authenticated.error().body);
+  auto user = impersonate(request, *authenticated, authorizer_);
+  if (!user) return json_response(user.error().code, user.error().body);
+  {
+    const RequestAttributes attributes = request_attributes(request, path, *user);
+    if (!authorizer_.authorize(attributes).allowed) {
+      const ApiResult refused = forbidden(attributes);
+      return json_response(refused.code, refused.body);
+    }
   }
   const bool read = request.method == "GET" || request.method == "HEAD";
   if (path.kind != ApiPath::Kind::Resource && path.kind != ApiPath::Kind::NotFound && !read) {
@@ -371,7 +489,7 @@ HandlerResult ApiHandler::handle(HttpRequest& request) {
           return r;
         }
       }
-      return handle_resource(request, path);
+      return handle_resource(request, path, *user);
     }
     case ApiPath::Kind::NotFound:
       break;
@@ -403,7 +521,8 @@ HttpResponse ApiHandler::respond(const ApiResult& result, const HttpRequest& req
   return response;
 }
 
-HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& path) {
+HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& path,
+                                          const UserInfo& user) {
   const ResourceRef& ref = path.ref;
   const auto type = store_.find_type(ref.group, ref.version, ref.plural);
   const auto not_found_response = [] {
@@ -413,6 +532,21 @@ HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& p
   if ((type->namespaced && ref.ns.empty() && !ref.name.empty() && !path.legacy_watch) ||
       (!type->namespaced && !ref.ns.empty())) {
     return not_found_response();
+  }
+  if (is_auth_resource(ref)) {
+    if (request.method != "POST") {
+      return status_response(405, "MethodNotAllowed",
+                             "the server does not allow this method on the requested resource");
+    }
+    auto body = decode_body(request);
+    if (!body) return body.error();
+    return respond(
+        answer_auth_request(ref, std::move(*body), user, store_, authorizer_, authenticator_),
+        request, nullptr);
+  }
+  if (!type->persisted) {
+    return status_response(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource");
   }
   if (!ref.subresource.empty()) {
     const bool pods = ref.group.empty() && ref.plural == "pods";
@@ -431,13 +565,6 @@ HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& p
     }
   }
   const std::string& method = request.method;
-  if (request.header("content-type").find("protobuf") != std::string::npos ||
-      request.header("content-type").find("cbor") != std::string::npos) {
-    // client-go retries in JSON after a 415 (the clientset's content-type fallback).
-    return status_response(415, "UnsupportedMediaType",
-                           "the body of the request was in an unknown format - accepted media "
-                           "types include: application/json, application/yaml");
-  }
   if (method == "GET" || method == "HEAD") {
     if (path.legacy_watch || truthy(request.query_param("watch"))) {
       return handle_watch(request, *type, ref);
@@ -451,17 +578,19 @@ HandlerResult ApiHandler::handle_resource(HttpRequest& request, const ApiPath& p
       return status_response(405, "MethodNotAllowed",
                              "POST is only allowed on a collection, not on a named object");
     }
-    json body = json::parse(request.body, nullptr, false);
-    if (body.is_discarded())
-      return status_response(400, "BadRequest", "the request body is not valid JSON");
-    return respond(store_.create(ref, std::move(body), write_options(request)), request, nullptr);
+    auto body = decode_write_body(request);
+    if (!body) return body.error();
+    WriteOptions options = write_options(request);
+    options.duplicate_fields = std::move(body->duplicates);
+    return respond(store_.create(ref, std::move(body->object), options), request, nullptr);
   }
   if (method == "PUT") {
     if (ref.name.empty()) return status_response(405, "MethodNotAllowed", "PUT needs a name");
-    json body = json::parse(request.body, nullptr, false);
-    if (body.is_discarded())
-      return status_response(400, "BadRequest", "the request body is not valid JSON");
-    return respond(store_.update(ref, std::move(body), write_options(request)), request, nullptr);
+    auto body = decode_write_body(request);
+    if (!body) return body.error();
+    WriteOptions options = write_options(request);
+    options.duplicate_fields = std::move(body->duplicates);
+    return respond(store_.update(ref, std::move(body->object), options), request, nullptr);
   }
   if (method == "PATCH") {
     if (ref.name.empty()) return status_response(405, "MethodNotAllowed", "PATCH needs a name");

@@ -1,7 +1,8 @@
 // Turns HTTP requests into ApiStore operations and their results into HTTP responses: routing,
 // query parameters, content negotiation (JSON or meta.k8s.io/v1 Table), watch streams,
-// discovery and OpenAPI documents, pod logs, bearer-token authentication and the request-level
-// fault injection (fail the next N requests, answer 503 for a while).
+// discovery and OpenAPI documents, pod logs, authentication and RBAC authorization of every
+// request, the review resources and service account tokens, and the request-level fault injection
+// (fail the next N requests, answer 503 for a while).
 #pragma once
 
 #include <chrono>
@@ -13,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "depl/devcluster/api_store.hpp"
+#include "depl/devcluster/rbac.hpp"
 #include "server/api_path.hpp"
+#include "server/authentication.hpp"
 #include "server/http_types.hpp"
 #include "server/timer_thread.hpp"
 
@@ -41,7 +44,11 @@ class PodLogSource {
 };
 
 struct ApiHandlerOptions {
-  std::string bearer_token;  // required on every API request when not empty
+  // The admin's bearer token (group system:masters). Must not be empty.
+  std::string admin_token;
+  // A request without credentials acts as the admin (plain-HTTP clusters) instead of as
+  // system:anonymous.
+  bool anonymous_is_admin = false;
   std::chrono::milliseconds bookmark_interval = std::chrono::seconds(60);
   std::string git_version = "v1.32.0-depl";
 };
@@ -56,6 +63,10 @@ class ApiHandler {
   ApiHandler& operator=(const ApiHandler&) = delete;
 
   HandlerResult handle(HttpRequest& request);
+
+  // A token of service account `ns`/`name` (which must exist), as TokenRequest issues them.
+  Expected<std::string> service_account_token(const std::string& ns, const std::string& name,
+                                              std::chrono::seconds lifetime);
 
   // "127.0.0.1:PORT", advertised in /api.
   void set_server_address(std::string address);
@@ -78,7 +89,7 @@ class ApiHandler {
   void release_watch_events();
 
  private:
-  HandlerResult handle_resource(HttpRequest& request, const ApiPath& path);
+  HandlerResult handle_resource(HttpRequest& request, const ApiPath& path, const UserInfo& user);
   HandlerResult handle_watch(HttpRequest& request, const ResourceType& type,
                              const ResourceRef& ref);
   HandlerResult handle_log(HttpRequest& request, const ResourceRef& ref);
@@ -88,6 +99,8 @@ class ApiHandler {
 
   ApiStore& store_;
   ApiHandlerOptions options_;
+  Authenticator authenticator_;
+  RbacAuthorizer authorizer_;
   std::mutex mutex_;
   std::string server_address_ = "127.0.0.1:0";
   PodLogSource* log_source_ = nullptr;

@@ -1,15 +1,21 @@
 #include "depl/devcluster/dev_cluster.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
 
 #include "depl/common/pki.hpp"
 #include "depl/common/yaml_json.hpp"
+#include "depl/devcluster/rbac.hpp"
 #include "server/api_handler.hpp"
+#include "server/authentication.hpp"
 #include "server/http_server.hpp"
 #include "server/timer_thread.hpp"
 #include "sim/kubelet.hpp"
@@ -49,12 +55,22 @@ RequestSummary summary_of(const HttpRequest& request) {
                             (watch && (*watch == "1" || *watch == "true" || *watch == "True"))};
 }
 
-std::string random_token() {
+// Writes `text` to `path`, readable by its owner only from the moment the file exists.
+Expected<void> write_private_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return error("cannot write " + path + ": " + std::strerror(errno));
+  // An existing file keeps its mode through O_CREAT: set it before writing anything.
+  const bool ok = ::fchmod(fd, 0600) == 0 &&
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) return error("cannot write " + path + ": " + std::strerror(saved));
+  return {};
+}
+
+std::uint64_t random_seed() {
   std::random_device device;
-  std::string token;
-  const char* hex = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) token.push_back(hex[device() % 16]);
-  return token;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }
 
 Expected<std::string> make_temp_dir() {
@@ -83,13 +99,10 @@ struct DevCluster::Impl {
   std::mutex mutex;
   bool stopped = false;
 
-  Expected<void> write_kubeconfig() {
+  Expected<void> write_kubeconfig(const std::string& path, const std::string& user_token) {
     json cluster = {{"server", url()}};
-    json user = json::object();
-    if (options.tls) {
-      cluster["certificate-authority-data"] = base64(ca_pem);
-      user["token"] = token;
-    }
+    if (!options.insecure_http) cluster["certificate-authority-data"] = base64(ca_pem);
+    json user = {{"token", user_token}};
     json config = {
         {"apiVersion", "v1"},
         {"kind", "Config"},
@@ -103,20 +116,29 @@ struct DevCluster::Impl {
         {"users", json::array({{{"name", "depl-dev"}, {"user", user}}})},
         {"preferences", json::object()}};
     std::error_code ec;
-    if (fs::path(kubeconfig).has_parent_path()) {
-      fs::create_directories(fs::path(kubeconfig).parent_path(), ec);
+    if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
+    return write_private_file(path, json_to_yaml(config));
+  }
+
+  // The ClusterRoles and bindings kube-apiserver creates at start-up.
+  Expected<void> bootstrap_rbac() {
+    WriteOptions write;
+    write.field_manager = "kube-apiserver";
+    for (const auto& object : bootstrap_rbac_objects()) {
+      const std::string plural =
+          object["kind"] == "ClusterRole" ? "clusterroles" : "clusterrolebindings";
+      auto created = store->create(
+          ResourceRef{"rbac.authorization.k8s.io", "v1", plural, "", "", ""}, object, write);
+      if (!created.ok()) {
+        return error("cannot create the bootstrap " + plural + ": " +
+                     created.body.value("message", ""));
+      }
     }
-    std::ofstream out(kubeconfig, std::ios::trunc);
-    if (!out) return error("cannot write the kubeconfig to " + kubeconfig);
-    out << json_to_yaml(config);
-    out.close();
-    fs::permissions(kubeconfig, fs::perms::owner_read | fs::perms::owner_write,
-                    fs::perm_options::replace, ec);
     return {};
   }
 
   std::string url() const {
-    return std::string(options.tls ? "https" : "http") +
+    return std::string(options.insecure_http ? "http" : "https") +
            "://127.0.0.1:" + std::to_string(server ? server->port() : 0);
   }
 
@@ -201,15 +223,20 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
   StoreOptions store_options;
   store_options.history_window = o.watch_history_window;
   store_options.graceful_pod_deletion = o.run_kubelet;
+  store_options.seed = o.seed ? *o.seed : random_seed();
   impl->store = std::make_unique<ApiStore>(store_options);
   if (auto nodes = impl->create_nodes(); !nodes) return unexpected(nodes.error());
+  if (auto rbac = impl->bootstrap_rbac(); !rbac) return unexpected(rbac.error());
 
   HttpServerOptions server_options;
   server_options.port = o.port;
   server_options.threads = o.server_threads;
   ApiHandlerOptions handler_options;
   handler_options.bookmark_interval = o.bookmark_interval;
-  if (o.tls) {
+  impl->token = random_hex_token(32);
+  handler_options.admin_token = impl->token;
+  handler_options.anonymous_is_admin = o.insecure_http;
+  if (!o.insecure_http) {
     auto ca = pki::generate_ca("depl-devcluster-ca");
     if (!ca) return error("cannot generate the dev cluster CA: " + ca.error().message);
     auto serving = pki::issue_certificate(*ca, pki::localhost_server_spec());
@@ -217,10 +244,8 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
       return error("cannot generate the serving certificate: " + serving.error().message);
     }
     impl->ca_pem = ca->certificate_pem;
-    impl->token = random_token();
     server_options.tls_cert_pem = serving->certificate_pem;
     server_options.tls_key_pem = serving->private_key_pem;
-    handler_options.bearer_token = impl->token;
   }
   impl->handler = std::make_unique<ApiHandler>(*impl->store, handler_options);
   if (o.run_kubelet) {
@@ -242,7 +267,9 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
   impl->server = std::move(*server);
   impl->handler->set_server_address("127.0.0.1:" + std::to_string(impl->server->port()));
   impl->timers = std::make_unique<TimerThread>();
-  if (auto written = impl->write_kubeconfig(); !written) return unexpected(written.error());
+  if (auto written = impl->write_kubeconfig(impl->kubeconfig, impl->token); !written) {
+    return unexpected(written.error());
+  }
   spdlog::info("event=devcluster_started url={} kubeconfig={}", impl->url(), impl->kubeconfig);
   return std::unique_ptr<DevCluster>(new DevCluster(std::move(impl)));
 }
@@ -264,6 +291,21 @@ std::string DevCluster::ca_certificate_pem() const {
 }
 ApiStore& DevCluster::store() {
   return *impl_->store;
+}
+
+Expected<std::string> DevCluster::service_account_token(const std::string& ns,
+                                                        const std::string& name,
+                                                        std::chrono::seconds lifetime) {
+  if (!impl_->handler) return error("the dev cluster is stopped");
+  return impl_->handler->service_account_token(ns, name, lifetime);
+}
+
+Expected<void> DevCluster::write_service_account_kubeconfig(const std::string& ns,
+                                                            const std::string& name,
+                                                            const std::string& path) {
+  auto token = service_account_token(ns, name);
+  if (!token) return unexpected(token.error());
+  return impl_->write_kubeconfig(path, *token);
 }
 void DevCluster::stop() {
   impl_->stop();

@@ -157,6 +157,15 @@ std::optional<json> resource_list_document(const std::vector<ResourceType>& type
                            {"kind", t.kind},
                            {"verbs", {"get", "patch", "update"}}});
     }
+    if (group.empty() && t.plural == "serviceaccounts") {
+      resources.push_back({{"name", "serviceaccounts/token"},
+                           {"singularName", ""},
+                           {"namespaced", true},
+                           {"group", "authentication.k8s.io"},
+                           {"version", "v1"},
+                           {"kind", "TokenRequest"},
+                           {"verbs", {"create"}}});
+    }
     if (group.empty() && t.plural == "pods") {
       resources.push_back({{"name", "pods/binding"},
                            {"singularName", ""},

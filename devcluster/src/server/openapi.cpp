@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <cstdint>
 
+#include "core/builtin_schemas.hpp"
+
 namespace depl::devcluster {
 
 namespace {
@@ -17,6 +19,9 @@ std::string gv_path_of(const ResourceType& t) {
 // (depl.dev -> dev.depl.v1alpha1.DependableTrainingJob).
 std::string schema_name(const ResourceType& t) {
   if (!t.custom) {
+    if (const auto* def = BuiltinSchemas::get().kind(t.api_version(), t.kind)) {
+      return def->openapi_name;
+    }
     std::string group = t.group.empty() ? "core" : t.group.substr(0, t.group.find('.'));
     return "io.k8s.api." + group + "." + t.version + "." + t.kind;
   }
@@ -79,6 +84,18 @@ json operation(const std::string& action, const ResourceType& t, const std::stri
 
 void add_paths(const ResourceType& t, json& paths) {
   const std::string ref = "#/components/schemas/" + schema_name(t);
+  if (!t.persisted) {
+    // Create-only (reviews): POST to the collection, nothing else.
+    std::string base =
+        "/" + gv_path_of(t) + (t.namespaced ? "/namespaces/{namespace}/" : "/") + t.plural;
+    json post = operation("create", t, ref, write_params());
+    post["requestBody"] = {{"content", {{"application/json", {{"schema", {{"$ref", ref}}}}}}},
+                           {"required", true}};
+    json collection = {{"post", std::move(post)}};
+    if (t.namespaced) collection["parameters"] = json::array({path_param("namespace")});
+    paths[base] = std::move(collection);
+    return;
+  }
   std::string base = "/";
   base += gv_path_of(t);
   base += t.namespaced ? "/namespaces/{namespace}/" : "/";
@@ -177,11 +194,20 @@ std::optional<json> openapi_v3_document(const std::vector<ResourceType>& types,
         {"description", "ObjectMeta is metadata that all persisted resources must have."},
         {"x-kubernetes-preserve-unknown-fields", true}}}};
   bool found = false;
+  const BuiltinSchemas& builtin = BuiltinSchemas::get();
   for (const auto& t : types) {
     if (gv_path_of(t) != gv_path) continue;
     found = true;
     add_paths(t, paths);
-    schemas[schema_name(t)] = kind_schema(t);
+    // A built-in kind's schema is the one its writes are checked against.
+    const SchemaTypeDef* def = t.custom ? nullptr : builtin.kind(t.api_version(), t.kind);
+    if (def) {
+      const std::string meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+      if (schemas[meta].contains("x-kubernetes-preserve-unknown-fields")) schemas.erase(meta);
+      builtin.add_openapi_schemas(*def, schemas);
+    } else {
+      schemas[schema_name(t)] = kind_schema(t);
+    }
   }
   if (!found) return std::nullopt;
   return json{{"openapi", "3.0.0"},

@@ -319,9 +319,13 @@ TEST_F(StoreTest, MergeJsonAndStrategicPatches) {
       must(store.patch(core("pods", "default", "p"), PatchType::Json,
                        R"([{"op":"add","path":"/metadata/annotations","value":{"k":"v"}}])"));
   EXPECT_EQ(patched["metadata"]["annotations"]["k"], "v");
+  // Containers merge by name: the patch changes main's image (the one change of a pod's
+  // containers kube-apiserver allows) and keeps its other fields.
   json smp = must(store.patch(core("pods", "default", "p"), PatchType::Strategic,
-                              R"({"spec":{"containers":[{"name":"side","image":"s:1"}]}})"));
-  EXPECT_EQ(smp["spec"]["containers"].size(), 2u);
+                              R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})"));
+  ASSERT_EQ(smp["spec"]["containers"].size(), 1u);
+  EXPECT_EQ(smp["spec"]["containers"][0]["image"], "busybox:2");
+  EXPECT_EQ(smp["spec"]["containers"][0]["terminationMessagePath"], "/dev/termination-log");
   ApiResult stale = store.patch(core("pods", "default", "p"), PatchType::Merge,
                                 R"({"metadata":{"resourceVersion":"1"}})");
   EXPECT_EQ(stale.code, 409);

@@ -146,5 +146,165 @@ TEST_F(StoreTest, UpdatesAreValidatedToo) {
   EXPECT_EQ(store.update(core("pods", "default", "p"), pod).code, 422);
 }
 
+// kube-apiserver's ValidatePodUpdate: images, activeDeadlineSeconds, added tolerations and
+// removed scheduling gates may change; the rest of the spec may not. (The store accepted all of it
+// before: a merge patch replacing the containers was stored.)
+TEST_F(StoreTest, PodSpecIsImmutableButForImagesDeadlinesTolerationsAndGates) {
+  json pod = a_pod("p");
+  pod["spec"]["containers"][0]["command"] = json::array({"sh", "-c", "sleep 9"});
+  pod["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
+  pod["spec"]["schedulingGates"] = json::array({{{"name", "wait"}}});
+  must(store.create(core("pods", "default"), pod), 201);
+  const auto patch = [&](const std::string& body) {
+    return store.patch(core("pods", "default", "p"), PatchType::Merge, body);
+  };
+  for (const std::string& refused : std::vector<std::string>{
+           R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})",
+           R"({"spec":{"restartPolicy":"Never"}})", R"({"spec":{"nodeName":"n1"}})",
+           R"({"spec":{"schedulingGates":[{"name":"wait"},{"name":"more"}]}})"}) {
+    ApiResult r = patch(refused);
+    ASSERT_EQ(r.code, 422) << refused << ": " << r.body.dump();
+    EXPECT_EQ(cause_fields(r), std::vector<std::string>{"spec"});
+    EXPECT_EQ(r.body["message"].get<std::string>().rfind(
+                  "Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields "
+                  "other than `spec.containers[*].image`",
+                  0),
+              0u)
+        << r.body["message"];
+  }
+  json image = must(store.get(core("pods", "default", "p")));
+  image["spec"]["containers"][0]["image"] = "busybox:2";
+  must(store.update(core("pods", "default", "p"), image));
+  must(patch(R"({"spec":{"activeDeadlineSeconds":60,"schedulingGates":null,)"
+             R"("tolerations":[{"key":"k","operator":"Exists"}]}})"));
+  EXPECT_EQ(patch(R"({"spec":{"activeDeadlineSeconds":120}})").code, 422);  // only lowered
+  EXPECT_EQ(patch(R"({"spec":{"tolerations":[]}})").code, 422);             // only added
+  // A PUT that leaves defaulted fields out changes nothing there.
+  json bare = a_pod("p");
+  bare["metadata"] = must(store.get(core("pods", "default", "p")))["metadata"];
+  bare["spec"]["containers"][0]["image"] = "busybox:2";
+  bare["spec"]["containers"][0]["command"] = json::array({"sh", "-c", "sleep 9"});
+  bare["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
+  bare["spec"]["activeDeadlineSeconds"] = 60;
+  bare["spec"]["tolerations"] = json::array({{{"key", "k"}, {"operator", "Exists"}}});
+  must(store.update(core("pods", "default", "p"), bare));
+  // Labels are metadata: always allowed; so is the status subresource.
+  must(patch(R"({"metadata":{"labels":{"x":"y"}}})"));
+  must(store.patch(core("pods", "default", "p", "status"), PatchType::Merge,
+                   R"({"status":{"phase":"Running"}})"));
+}
+
+TEST_F(StoreTest, ServicePortsProtocolsTypesAndClusterIpAreChecked) {
+  auto service = [](const json& spec) {
+    return json{
+        {"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "s"}}}, {"spec", spec}};
+  };
+  ApiResult r = store.create(core("services", "default"), service({{"type", "Magic"}}));
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), (std::vector<std::string>{"spec.type", "spec.ports"}));
+  r = store.create(
+      core("services", "default"),
+      service({{"ports", json::array({{{"port", 80}},
+                                      {{"name", "a"}, {"port", 70000}},
+                                      {{"name", "a"}, {"port", 81}, {"protocol", "ICMP"}}})}}));
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r),
+            (std::vector<std::string>{"spec.ports[0].name", "spec.ports[1].port",
+                                      "spec.ports[1].targetPort",  // defaulted to the port
+                                      "spec.ports[2].name", "spec.ports[2].protocol"}));
+  json made = must(store.create(core("services", "default"),
+                                service({{"ports", json::array({{{"port", 80}}})}})),
+                   201);
+  made["spec"]["clusterIP"] = "10.96.9.9";
+  r = store.update(core("services", "default", "s"), made);
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), std::vector<std::string>{"spec.clusterIP"});
+}
+
+TEST_F(StoreTest, SecretAndConfigMapKeysSizesTypesAndImmutability) {
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "s"}}},
+                 {"type", "kubernetes.io/tls"},
+                 {"stringData", {{"bad key", "x"}}}};
+  ApiResult r = store.create(core("secrets", "default"), secret);
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r),
+            (std::vector<std::string>{"data[bad key]", "data[tls.crt]", "data[tls.key]"}));
+  secret = {{"apiVersion", "v1"},
+            {"kind", "Secret"},
+            {"metadata", {{"name", "s"}}},
+            {"immutable", true},
+            {"stringData", {{"token", "x"}}}};
+  json made = must(store.create(core("secrets", "default"), secret), 201);
+  made["data"]["token"] = "eQ==";
+  made["type"] = "Other";
+  r = store.update(core("secrets", "default", "s"), made);
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), (std::vector<std::string>{"type", "data"}));
+  json big = {{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata", {{"name", "c"}}},
+              {"data", {{"k", std::string(1048577, 'x')}}}};
+  r = store.create(core("configmaps", "default"), big);
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), std::vector<std::string>{"data"});
+}
+
+TEST_F(StoreTest, LeasesAndEventsAreValidated) {
+  const ResourceRef leases{"coordination.k8s.io", "v1", "leases", "default", "", ""};
+  ApiResult r =
+      store.create(leases, json::parse(R"({"metadata":{"name":"l"},"spec":{"leaseDurationSeconds":0,
+        "leaseTransitions":-1,"preferredHolder":"me"}})"));
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r),
+            (std::vector<std::string>{"spec.leaseDurationSeconds", "spec.leaseTransitions",
+                                      "spec.preferredHolder"}));
+  must(store.create(leases, json::parse(R"({"metadata":{"name":"ok"},"spec":{
+        "holderIdentity":"me","leaseDurationSeconds":15}})")),
+       201);
+  r = store.create(core("events", "default"), json::parse(R"({"metadata":{"name":"e"},"type":"Loud",
+        "involvedObject":{"kind":"Pod","namespace":"other","name":"p"}})"));
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), (std::vector<std::string>{"involvedObject.namespace", "type"}));
+  r = store.create({"events.k8s.io", "v1", "events", "default", "", ""},
+                   json::parse(R"({"metadata":{"name":"e2"},"type":"Normal",
+        "regarding":{"kind":"Pod","namespace":"default","name":"p"}})"));
+  ASSERT_EQ(r.code, 422) << r.body.dump();
+  EXPECT_EQ(cause_fields(r), (std::vector<std::string>{"eventTime", "reportingController",
+                                                       "reportingInstance", "action", "reason"}));
+}
+
+// Built-in kinds are decoded into their types, as kube-apiserver decodes them: unknown fields are
+// refused with fieldValidation=Strict, dropped with a warning by default, dropped silently with
+// Ignore. (The store kept `spec.containerz` before, even under Strict.)
+TEST_F(StoreTest, UnknownFieldsOfBuiltInKindsFollowFieldValidation) {
+  json pod = a_pod("p");
+  pod["spec"]["containerz"] = json::array();
+  pod["spec"]["containers"][0]["imagez"] = "x";
+  pod["status"] = {{"anything", "goes"}};  // a subtree the schema does not check
+  ApiResult strict = store.create(core("pods", "default"), pod, {.field_validation = "Strict"});
+  ASSERT_EQ(strict.code, 400) << strict.body.dump();
+  EXPECT_EQ(strict.body["message"],
+            "strict decoding error: unknown field \"spec.containers[0].imagez\", unknown field "
+            "\"spec.containerz\"");
+  ApiResult duplicate =
+      store.create(core("pods", "default"), a_pod("d"),
+                   {.field_validation = "Strict", .duplicate_fields = {"metadata.name"}});
+  EXPECT_EQ(duplicate.code, 400);
+  EXPECT_EQ(duplicate.body["message"], "strict decoding error: duplicate field \"metadata.name\"");
+  ApiResult warned = store.create(core("pods", "default"), pod);
+  ASSERT_EQ(warned.code, 201) << warned.body.dump();
+  EXPECT_EQ(warned.warnings,
+            (std::vector<std::string>{"unknown field \"spec.containers[0].imagez\"",
+                                      "unknown field \"spec.containerz\""}));
+  EXPECT_FALSE(warned.body["spec"].contains("containerz"));
+  EXPECT_FALSE(warned.body["spec"]["containers"][0].contains("imagez"));
+  pod["metadata"]["name"] = "q";
+  ApiResult ignored = store.create(core("pods", "default"), pod, {.field_validation = "Ignore"});
+  ASSERT_EQ(ignored.code, 201);
+  EXPECT_TRUE(ignored.warnings.empty());
+}
+
 }  // namespace
 }  // namespace depl::devcluster::testing

@@ -235,21 +235,23 @@ TEST_F(StoreTest, ManagedFieldsFollowAPodsWriters) {
                    R"({"metadata":{"annotations":{"progress":"1"}}})",
                    {.field_manager = "controller"}));
   clock.now += std::chrono::seconds(1);
-  // Another manager changes a label and an env value the controller set: they become its own.
+  // Another manager changes a label and the image the controller set (of a pod's spec, only images
+  // may change): they become its own.
   json last = must(store.patch(
       core("pods", "default", "w"), PatchType::Strategic,
-      R"({"metadata":{"labels":{"rank":"1"}},"spec":{"containers":[{"name":"main","env":[{"name":"B","value":"3"}]}]}})",
+      R"({"metadata":{"labels":{"rank":"1"}},"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})",
       {.field_manager = "operator"}));
   // The binding is no field manager's; the kubelet's second write kept its entry (same fields,
-  // new time); the controller's patch added to its own; the operator took rank and B's value.
+  // new time); the controller's patch added to its own; the operator took rank and the image.
   EXPECT_EQ(last["metadata"]["managedFields"], json::parse(R"([
     {"manager":"controller","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:04Z",
      "fieldsType":"FieldsV1","fieldsV1":{
        "f:metadata":{"f:annotations":{"f:progress":{}},"f:labels":{"f:app":{}}},
        "f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},
                    "f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}},
-                            "k:{\"name\":\"B\"}":{".":{},"f:name":{}}},
-                   "f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:terminationMessagePath":{}}},
+                            "k:{\"name\":\"B\"}":{".":{},"f:name":{},"f:value":{}}},
+                   "f:imagePullPolicy":{},"f:name":{},"f:terminationMessagePath":{},
+                   "f:terminationMessagePolicy":{}}},
                  "f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},
                  "f:terminationGracePeriodSeconds":{}}}},
     {"manager":"kubelet","operation":"Update","subresource":"status","apiVersion":"v1",
@@ -259,8 +261,7 @@ TEST_F(StoreTest, ManagedFieldsFollowAPodsWriters) {
     {"manager":"operator","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:05Z",
      "fieldsType":"FieldsV1","fieldsV1":{
        "f:metadata":{"f:labels":{"f:rank":{}}},
-       "f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{
-                   "f:env":{"k:{\"name\":\"B\"}":{"f:value":{}}}}}}}}])"));
+       "f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{"f:image":{}}}}}}])"));
 }
 
 }  // namespace

@@ -230,7 +230,6 @@ TEST(KubectlTlsTest, ServesHttpsWithTheGeneratedCaAndRequiresTheToken) {
   }
   DevClusterOptions options;
   options.pools_yaml = kTestPools;
-  options.tls = true;
   options.run_kubelet = false;
   auto cluster = DevCluster::start(options);
   ASSERT_TRUE(cluster) << cluster.error().message;

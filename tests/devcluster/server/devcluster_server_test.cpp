@@ -41,6 +41,7 @@ class DevClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     DevClusterOptions options;
+    options.insecure_http = true;  // the test client speaks plain HTTP
     options.pools_yaml = kPools;
     options.image_map["busybox"] = "/bin/sh";
     options.simulated_pod_duration = std::chrono::milliseconds(200);
@@ -403,6 +404,103 @@ TEST_F(DevClusterTest, SimulatedContainersLogOneLineAndTouchNoDisk) {
   }
 }
 
+// A followed log of a container that has printed nothing yet stays open: its first, empty read
+// used to go out as a zero-length chunk, the chunked encoding's end, and `kubectl logs -f` ended
+// at once with nothing.
+TEST_F(DevClusterTest, FollowedLogOfAQuietContainerWaitsForItsOutput) {
+  create_pod(
+      {{"restartPolicy", "Never"}, {"containers", {shell_container("sleep 1; echo woke up")}}},
+      "quiet");
+  ASSERT_TRUE(eventually([&] { return phase("quiet") == "Running"; }));
+  auto followed =
+      http_request(port(), "GET", "/api/v1/namespaces/default/pods/quiet/log?follow=true");
+  ASSERT_EQ(followed.status, 200) << followed.body;
+  EXPECT_EQ(followed.body, "woke up\n");
+}
+
+// Bearer tokens authenticate and RBAC authorizes, also over plain HTTP: an unknown token is a
+// 401, a service account without a binding gets kube's 403, one with a Role gets what it grants,
+// the reviews answer, and a token stops working with its service account.
+TEST_F(DevClusterTest, TokensAreAuthenticatedAndTheirUsersAuthorized) {
+  auto created = store().create(ResourceRef{"", "v1", "serviceaccounts", "default", "", ""},
+                                json{{"metadata", {{"name", "robot"}}}});
+  ASSERT_TRUE(created.ok()) << created.body.dump();
+  auto token = cluster_->service_account_token("default", "robot");
+  ASSERT_TRUE(token) << token.error().message;
+  const std::map<std::string, std::string> as_robot = {{"Authorization", "Bearer " + *token}};
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces/default/pods", "", "",
+                         {{"Authorization", "Bearer nope"}})
+                .status,
+            401);
+  auto refused = http_request(port(), "GET", "/api/v1/namespaces/default/pods", "", "", as_robot);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(json::parse(refused.body)["message"],
+            "pods is forbidden: User \"system:serviceaccount:default:robot\" cannot list "
+            "resource \"pods\" in API group \"\" in the namespace \"default\"");
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1", "", "", as_robot).status, 200);  // discovery
+  const ResourceRef roles{"rbac.authorization.k8s.io", "v1", "roles", "default", "", ""};
+  ASSERT_TRUE(store()
+                  .create(roles, json::parse(R"({"metadata":{"name":"read"},"rules":[
+                    {"apiGroups":[""],"resources":["pods"],"verbs":["list"]}]})"))
+                  .ok());
+  ASSERT_TRUE(store()
+                  .create({"rbac.authorization.k8s.io", "v1", "rolebindings", "default", "", ""},
+                          json::parse(R"({"metadata":{"name":"read"},
+                    "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"read"},
+                    "subjects":[{"kind":"ServiceAccount","name":"robot","namespace":"default"}]})"))
+                  .ok());
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces/default/pods", "", "", as_robot).status,
+            200);
+  auto review =
+      http_request(port(), "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                   R"({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview",
+          "spec":{"resourceAttributes":{"namespace":"default","verb":"delete","resource":"pods"}}})",
+                   "application/json", as_robot);
+  ASSERT_EQ(review.status, 201) << review.body;
+  EXPECT_EQ(json::parse(review.body)["status"]["allowed"], false);
+  auto whoami = http_request(port(), "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                             R"({"apiVersion":"authentication.k8s.io/v1",
+                                 "kind":"SelfSubjectReview"})",
+                             "application/json", as_robot);
+  ASSERT_EQ(whoami.status, 201) << whoami.body;
+  EXPECT_EQ(json::parse(whoami.body)["status"]["userInfo"]["username"],
+            "system:serviceaccount:default:robot");
+  ASSERT_TRUE(
+      store().remove(ResourceRef{"", "v1", "serviceaccounts", "default", "robot", ""}).ok());
+  EXPECT_EQ(http_request(port(), "GET", "/api/v1/namespaces/default/pods", "", "", as_robot).status,
+            401);
+}
+
+// A protobuf body as client-go sends it: "k8s\0", then runtime.Unknown{typeMeta{apiVersion,
+// kind}, raw: ConfigMap{metadata{name}, data{a: b}}}.
+TEST_F(DevClusterTest, ProtobufBodiesOfBuiltInKindsAreDecoded) {
+  auto field = [](int tag, const std::string& bytes) {
+    std::string out;
+    out.push_back(static_cast<char>(tag << 3 | 2));
+    out.push_back(static_cast<char>(bytes.size()));
+    return out + bytes;
+  };
+  const std::string meta = field(1, "cm");
+  const std::string entry = field(1, "a") + field(2, "b");
+  const std::string config_map = field(1, meta) + field(2, entry);
+  const std::string type_meta = field(1, "v1") + field(2, "ConfigMap");
+  const std::string body = std::string("k8s\0", 4) + field(1, type_meta) + field(2, config_map);
+  auto made = http_request(port(), "POST", "/api/v1/namespaces/default/configmaps", body,
+                           "application/vnd.kubernetes.protobuf");
+  ASSERT_EQ(made.status, 201) << made.body;
+  const json stored = store().get(ResourceRef{"", "v1", "configmaps", "default", "cm", ""}).body;
+  EXPECT_EQ(stored["data"], json({{"a", "b"}}));
+  // A field number the schema does not know is named.
+  const std::string unknown = std::string("k8s\0", 4) + field(1, type_meta) +
+                              field(2, field(1, field(1, "cm2")) + field(9, "x"));
+  auto refused = http_request(port(), "POST", "/api/v1/namespaces/default/configmaps", unknown,
+                              "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("io.k8s.api.core.v1.ConfigMap has no field number 9"),
+            std::string::npos)
+      << refused.body;
+}
+
 TEST_F(DevClusterTest, ContainersInheritNoFileDescriptorsBeyondTheirStdio) {
   // The test process holds the API server's listening socket (and more): a container that
   // inherited them would keep the port bound after the server stops.
@@ -529,6 +627,7 @@ TEST_F(DevClusterTest, PodGcFailsThenDeletesThePodsOfADeletedNode) {
 // may register late) before its pods count as orphaned.
 TEST(DevClusterPodGc, PodOfANeverSeenNodeGoesAfterTheQuarantine) {
   DevClusterOptions options;
+  options.insecure_http = true;  // the test client speaks plain HTTP
   options.pools_yaml = kPools;
   options.orphan_pod_quarantine = std::chrono::milliseconds(500);
   auto started = DevCluster::start(options);
@@ -611,6 +710,7 @@ TEST_F(DevClusterTest, RequestObserverSeesEachListAndWatchWithItsUserAgent) {
 // the PodScheduled=True condition seen here can only come from that write.
 TEST(DevClusterScheduler, BindsEachPodWithOneBindingWrite) {
   DevClusterOptions options;
+  options.insecure_http = true;  // the test client speaks plain HTTP
   options.pools_yaml = kPools;
   options.run_kubelet = false;
   auto started = DevCluster::start(options);
@@ -664,6 +764,7 @@ TEST(DevClusterScheduler, BindsEachPodWithOneBindingWrite) {
 // own scheduler and kubelet are off (nothing else touches the pod).
 TEST(DevClusterPodsBinding, PostBindsThePodAndAnswersASuccessStatus) {
   DevClusterOptions options;
+  options.insecure_http = true;  // the test client speaks plain HTTP
   options.pools_yaml = kPools;
   options.run_scheduler = false;
   options.run_kubelet = false;
@@ -724,6 +825,7 @@ TEST(DevClusterPodsBinding, PostBindsThePodAndAnswersASuccessStatus) {
 // container runs, without a process, until its pod is deleted (even with restartPolicy Never).
 TEST(DevClusterSimulatedContainers, NegativeDurationRunsUntilDeletedWithoutAProcess) {
   DevClusterOptions options;
+  options.insecure_http = true;  // the test client speaks plain HTTP
   options.pools_yaml = kPools;
   options.simulated_pod_duration = std::chrono::milliseconds(-1);
   auto started = DevCluster::start(options);

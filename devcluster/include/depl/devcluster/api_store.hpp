@@ -91,6 +91,9 @@ struct WriteOptions {
   // simulated kubelet and scheduler). A pod is a few KB of JSON; the copy and its destruction
   // were ~8% of the CPU of the scale bench's burst (docs/benchmarks.md).
   bool shared_answer = false;
+  // Fields the request body sent twice ("metadata.name"), as the server's decoder found them:
+  // refused with Strict, a warning with Warn, as unknown fields are.
+  std::vector<std::string> duplicate_fields;
 };
 
 struct DeleteOptions {

@@ -1,8 +1,10 @@
 // An in-process, kubectl-compatible Kubernetes API server with simulated node pools: the test
-// fixture (and the engine of `kubectl-depl dev-cluster`). start() serves on 127.0.0.1 (port 0 by
-// default), writes a kubeconfig, creates the nodes of the pools file and runs a scheduler and a
-// kubelet that runs pods as local processes. Fault injection methods let client tests break it
-// on purpose. All methods are thread-safe.
+// fixture (and the engine of `kubectl-depl dev-cluster`). start() serves HTTPS on 127.0.0.1 (port
+// 0 by default) with a generated CA, writes a kubeconfig holding the CA and the admin's token,
+// creates the nodes of the pools file and runs a scheduler and a kubelet that runs pods as local
+// processes. Every request is authenticated and authorized (RBAC) as kube-apiserver does; the
+// admin's token is all-powerful, service accounts get tokens through TokenRequest. Fault
+// injection methods let client tests break it on purpose. All methods are thread-safe.
 #pragma once
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "depl/common/expected.hpp"
@@ -23,9 +26,13 @@ struct DevClusterOptions {
   std::string pools_file;
   std::string pools_yaml;
   std::uint16_t port = 0;  // 0: any free port (see DevCluster::port())
-  // HTTPS with a generated CA and serving certificate, and a required bearer token; both end
-  // up in the kubeconfig.
-  bool tls = false;
+  // Plain HTTP instead of HTTPS (for clients without TLS). Requests without credentials are then
+  // the admin's, as on kube-apiserver's old insecure port; bearer tokens still authenticate, and
+  // their users are authorized.
+  bool insecure_http = false;
+  // Seed of the uids and generated names; unset: a random one, so two clusters never give the
+  // same object the same uid.
+  std::optional<std::uint64_t> seed;
   // image -> executable for the kubelet ("*" maps every image). Unmapped images are simulated.
   std::map<std::string, std::string> image_map;
   // How long simulated containers run before succeeding (negative: until deleted).
@@ -65,11 +72,19 @@ class DevCluster {
   DevCluster(const DevCluster&) = delete;
   DevCluster& operator=(const DevCluster&) = delete;
 
-  std::string url() const;  // "http://127.0.0.1:PORT" or "https://..."
+  std::string url() const;  // "https://127.0.0.1:PORT" ("http://..." with insecure_http)
   std::uint16_t port() const;
   std::string kubeconfig_path() const;
-  std::string bearer_token() const;        // "" without TLS
-  std::string ca_certificate_pem() const;  // "" without TLS
+  std::string bearer_token() const;        // the admin's token (group system:masters)
+  std::string ca_certificate_pem() const;  // "" with insecure_http
+  // A token of service account `ns`/`name` (which must exist), as a TokenRequest would issue.
+  Expected<std::string> service_account_token(
+      const std::string& ns, const std::string& name,
+      std::chrono::seconds lifetime = std::chrono::hours(1));
+  // Writes a kubeconfig like the cluster's own, whose user is service account `ns`/`name`
+  // (a fresh token), to `path` (mode 0600).
+  Expected<void> write_service_account_kubeconfig(const std::string& ns, const std::string& name,
+                                                  const std::string& path);
   // Direct access to the API semantics (tests seed objects without HTTP).
   ApiStore& store();
 

@@ -43,6 +43,9 @@ struct ResourceType {
   bool allow_create_on_update = false;
   // True when served from a CustomResourceDefinition.
   bool custom = false;
+  // False for the create-only resources the server computes an answer for and never stores
+  // (SelfSubjectAccessReview, TokenReview, ...).
+  bool persisted = true;
   // Custom resources: additionalPrinterColumns of this version (Name is implicit).
   std::vector<PrinterColumn> printer_columns;
   // Custom resources: openAPIV3Schema of this version (validation, defaults, pruning).
