@@ -159,9 +159,15 @@ int write_bench(int resident, int rounds, int batch) {
   using depl::devcluster::PatchType;
   using depl::devcluster::WriteOptions;
   ApiStore store;
-  const WriteOptions controller{false, "depl-controller", "", false, "depl-controller/v0"};
-  const WriteOptions scheduler{false, "depl-scheduler", "", false, "depl-devcluster/scheduler"};
-  const WriteOptions kubelet{false, "depl-kubelet", "", false, "depl-devcluster/kubelet"};
+  const auto writer = [](const char* manager, const char* user_agent) {
+    WriteOptions options;
+    options.field_manager = manager;
+    options.user_agent = user_agent;
+    return options;
+  };
+  const WriteOptions controller = writer("depl-controller", "depl-controller/v0");
+  const WriteOptions scheduler = writer("depl-scheduler", "depl-devcluster/scheduler");
+  const WriteOptions kubelet = writer("depl-kubelet", "depl-devcluster/kubelet");
   auto pod_ref = [](const std::string& name, const std::string& sub = "") {
     return ResourceRef{"", "v1", "pods", "default", name, sub};
   };
