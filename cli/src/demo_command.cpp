@@ -24,6 +24,7 @@
 #include "depl/devcluster/dev_cluster.hpp"
 #include "depl/kube/beast_transport.hpp"
 #include "depl/kube/client.hpp"
+#include "depl/kube/kubeconfig.hpp"
 #include "depl/kube/runtime/termination_signals.hpp"
 
 namespace depl::cli {
@@ -198,15 +199,29 @@ int run_demo(const DemoOptions& o) {
     }
   });
 
-  kube::ConnectionConfig connection;
-  connection.server = (*cluster)->url();
-  auto transport = kube::BeastTransport::create(connection);
+  // The demo's own client connects as the user will: with the cluster's kubeconfig (its CA and
+  // the admin's token).
+  kube::KubeconfigLoadOptions load;
+  load.explicit_path = (*cluster)->kubeconfig_path();
+  auto kubeconfig = kube::load_kubeconfig(load);
+  if (!kubeconfig) {
+    fmt::print(stderr, "kubectl-depl demo: {}\n", kubeconfig.error().message);
+    stop.request_stop();
+    return kExitFailure;
+  }
+  auto connection = kube::resolve_kubeconfig(*kubeconfig);
+  if (!connection) {
+    fmt::print(stderr, "kubectl-depl demo: {}\n", connection.error().message);
+    stop.request_stop();
+    return kExitFailure;
+  }
+  auto transport = kube::BeastTransport::create(*connection);
   if (!transport) {
     fmt::print(stderr, "kubectl-depl demo: {}\n", transport.error().message);
     stop.request_stop();
     return kExitFailure;
   }
-  kube::Client client(*transport, nullptr);
+  kube::Client client(*transport, connection->credentials);
   if (auto applied = apply(client, kube::resources::custom_resource_definitions(), *crd);
       !applied) {
     fmt::print(stderr, "kubectl-depl demo: applying the CRD: {}\n", applied.error().message);
