@@ -82,6 +82,17 @@ void describe_controller_metrics(MetricsRegistry& r) {
              "Kubernetes API request latency by verb.");
   r.describe("depl_events_dropped_total", T::Counter,
              "Events not recorded because too many were waiting to be sent, or at shutdown.");
+  r.describe("depl_endpoint_connections", T::Gauge,
+             "Connections open now to the controller's endpoints, by endpoint (progress, "
+             "metrics, health).");
+  r.describe("depl_endpoint_connections_total", T::Counter,
+             "Connections accepted by the controller's endpoints, by endpoint.");
+  r.describe("depl_endpoint_refused_total", T::Counter,
+             "Connections and requests answered 503 at once, by endpoint and reason "
+             "(per_address: the address held its share; busy: every connection or handler busy).");
+  r.describe("depl_endpoint_closed_total", T::Counter,
+             "Connections the endpoints closed, by endpoint and reason (deadline: no whole "
+             "request or answer in time; evicted: waiting longest when the cap was reached).");
   r.describe("depl_leader", T::Gauge,
              "1 while this replica leads (always 1 without --leader-elect).");
 }

@@ -264,6 +264,9 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   HttpServerOptions progress_options;
   progress_options.address = progress_listen->first;
   progress_options.port = progress_listen->second;
+  // Reports read and write the job through the API server: they wait on threads of their own,
+  // never on the I/O thread that accepts and reads the next ones.
+  progress_options.handler_threads = 4;
   auto progress_server = HttpServer::start(progress_options, [&](const HttpRequestView& r) {
     // A standby records nothing (its writes are fenced): the worker retries, and the Service
     // sends the retry to a replica at random until it reaches the leader.
@@ -415,6 +418,22 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     m.set("depl_workqueue_adds_total", {}, static_cast<double>(cm.queue.adds_total));
     m.set("depl_workqueue_retries_total", {}, static_cast<double>(cm.queue.retries_total));
     m.set("depl_events_dropped_total", {}, static_cast<double>(events.dropped()));
+    for (const auto& [endpoint, server] :
+         {std::pair{"progress", progress_server->get()},
+          std::pair{"metrics", metrics_server->get()}, std::pair{"health", health_server->get()}}) {
+      const HttpServerCounts c = server->counts();
+      m.set("depl_endpoint_connections", {{"endpoint", endpoint}}, static_cast<double>(c.open));
+      m.set("depl_endpoint_connections_total", {{"endpoint", endpoint}},
+            static_cast<double>(c.accepted));
+      m.set("depl_endpoint_refused_total", {{"endpoint", endpoint}, {"reason", "per_address"}},
+            static_cast<double>(c.refused_per_peer));
+      m.set("depl_endpoint_refused_total", {{"endpoint", endpoint}, {"reason", "busy"}},
+            static_cast<double>(c.refused_busy));
+      m.set("depl_endpoint_closed_total", {{"endpoint", endpoint}, {"reason", "deadline"}},
+            static_cast<double>(c.timed_out));
+      m.set("depl_endpoint_closed_total", {{"endpoint", endpoint}, {"reason", "evicted"}},
+            static_cast<double>(c.evicted));
+    }
   });
 
   std::vector<std::jthread> informer_threads;
