@@ -10,6 +10,7 @@
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/replan.hpp"
+#include "depl/controller/stoppable_solve.hpp"
 #include "depl/controller/worker_spec_validation.hpp"
 #include "depl/kube/exec_credentials.hpp"  // parse_rfc3339
 #include "depl/solver/parse.hpp"
@@ -312,7 +313,7 @@ class Decider {
   // Solves `problem` and records the time spent.
   Expected<solver::SolveResult> timed_solve(const solver::Problem& problem) {
     const double start = seconds_now();
-    auto result = solver::solve(problem, options_.solve);
+    auto result = solve_unless_stopped(problem, options_.solve, view_.stop);
     const double took = seconds_now() - start;
     decision_.solve_seconds = std::max(0.0, decision_.solve_seconds) + took;
     if (result) {

@@ -194,7 +194,10 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
 
   JobView view = view_of(job);
   view.round_without_pods = caches_.expectations.round_without_pods(uid);
+  view.stop = stop;
   Decision d = decide(view, options_.decide);
+  // Stopping: a solve may have been abandoned, and what was decided without it is not carried out.
+  if (stop.stop_requested()) return finish(kube::Action::requeue_after(std::chrono::seconds(1)));
   if (d.solve_seconds >= 0) metrics_.observe("depl_solver_duration_seconds", {}, d.solve_seconds);
 
   if (d.delete_job) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct JobView {
   };
   std::optional<Round> round_without_pods;
   std::chrono::system_clock::time_point now;
+  // Requested when the controller stops: a solve in progress is abandoned (stoppable_solve.hpp)
+  // and the decision is not carried out.
+  std::stop_token stop;
 };
 
 struct DecideOptions {
