@@ -476,8 +476,10 @@ TEST_F(FaultsE2e, WorkerKilledMidEpochIsRestartedFromTheCheckpointAndTheJobCompl
   const std::string name = fmt::format("crashed-p0-w{}", rank);
   // Once it has reported its second epoch, the worker sleeps through its next one.
   int acked = 0;
-  ASSERT_TRUE(wait_until([&] { return (acked = last_acked_epoch(acks_file(), 0, rank)) >= 2; }))
-      << name << " reported no two epochs";
+  ASSERT_TRUE(wait_until([&] {
+    return (acked = last_acked_epoch(acks_file("crashed"), 0, rank)) >= 2;
+  })) << name
+      << " reported no two epochs";
   const json pod = client_->get(resources::pods(), "default", name).value_or(json::object());
   const std::string uid = pod.value("metadata", json::object()).value("uid", "");
   ASSERT_FALSE(uid.empty()) << name << " is gone before it could be killed";

@@ -83,20 +83,20 @@ json ControllerProcessE2e::patient_job(const std::string& name, double epoch_sec
   json job = job_from("job.yaml", name, epoch_seconds);
   job["spec"]["training"]["workers"]["min"] = 2;
   for (json& model : job["spec"]["models"]) {
-    model["env"].push_back({{"name", "DEPL_SIM_PROGRESS_RETRY_SECONDS"}, {"value", "60"}});
-    model["env"].push_back({{"name", "DEPL_SIM_ACK_FILE"}, {"value", acks_file().string()}});
+    model["env"].push_back({{"name", "DEPL_PROGRESS_RETRY_SECONDS"}, {"value", "60"}});
+    model["env"].push_back({{"name", "DEPL_SIM_ACK_FILE"}, {"value", acks_file(name).string()}});
   }
   return job;
 }
 
-std::vector<Ack> ControllerProcessE2e::acks() const {
+std::vector<Ack> ControllerProcessE2e::acks(const std::string& job) const {
   std::vector<Ack> out;
-  std::ifstream in(acks_file());
+  std::ifstream in(acks_file(job));
   std::string line;
   while (std::getline(in, line)) {
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) {
-      ADD_FAILURE() << "unreadable line in " << acks_file() << ": " << line;
+      ADD_FAILURE() << "unreadable line in " << acks_file(job) << ": " << line;
       continue;
     }
     out.push_back({j.value("phase", 0), j.value("rank", 0), j.value("epoch", 0),
@@ -114,7 +114,7 @@ void ControllerProcessE2e::expect_job_invariants(const std::string& name, bool p
   int acked_continue = 0;
   int last_epoch = 0;
   double last_loss = 0;
-  for (const Ack& a : acks()) {
+  for (const Ack& a : acks(name)) {
     if (a.rank != 0) continue;
     auto it = reported.find({a.phase, a.epoch});
     // Reports answered checkpointAndExit may rightly be unrecorded (past the phase's end, or

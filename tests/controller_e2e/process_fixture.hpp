@@ -53,11 +53,13 @@ class ControllerProcessE2e : public ControllerE2e {
                     std::chrono::milliseconds timeout = kWait);
 
   // testdata/job.yaml as `name` with two ranks per phase, every worker paced at
-  // `epoch_seconds`, retrying reports for a minute (DEPL_SIM_PROGRESS_RETRY_SECONDS) and
-  // logging acknowledged ones to acks_file().
+  // `epoch_seconds`, retrying reports for a minute (DEPL_PROGRESS_RETRY_SECONDS) and
+  // logging acknowledged ones to acks_file(name).
   json patient_job(const std::string& name, double epoch_seconds) const;
-  fs::path acks_file() const { return work_dir_ / "acks.jsonl"; }
-  std::vector<Ack> acks() const;
+  fs::path acks_file(const std::string& job) const {
+    return work_dir_ / ("acks-" + job + ".jsonl");
+  }
+  std::vector<Ack> acks(const std::string& job) const;
 
   // The checks every scenario ends with, for job `name` that has finished: no two live pods
   // for one (phase, rank) ever; its status never went backwards; every report acknowledged with

@@ -106,5 +106,39 @@ TEST_F(ControllerProcessE2e, ControllerKilledTwentyTimesMidJobLosesNothingAndThe
   }
 }
 
+// A controller away for five seconds mid-phase (killed, and started again on the same port, as a
+// rescheduled pod behind its Service): the workers, with the contract's default retry deadline,
+// wait it out, and none fails. Before, a report was tried five times over 1.6 s, then
+// depl-sim-worker exited 4, a failure of the phase: four such outages failed the job.
+TEST_F(ControllerProcessE2e, WorkersWaitOutAControllerAwayForSecondsWithTheDefaultRetry) {
+  ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml"));
+  const std::uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  const std::vector<std::string> flags = {"--progress-addr", fmt::format("127.0.0.1:{}", port)};
+  json job = job_from("job.yaml", "outage", 0.2);
+  for (json& model : job["spec"]["models"]) {
+    // Acknowledged reports are logged for the checks; the retry deadline is the default.
+    model["env"].push_back(
+        {{"name", "DEPL_SIM_ACK_FILE"}, {"value", acks_file("outage").string()}});
+  }
+  create_job(job);
+  auto first = spawn_controller("outage-controller-0", flags);
+  ASSERT_TRUE(first->started());
+  wait_job(
+      "outage", [](const json& j) { return progress_epoch(j) >= 2; }, "epoch 2 reported");
+  first->signal(SIGKILL);
+  EXPECT_EQ(first->wait(std::chrono::seconds(10)), 128 + SIGKILL);
+  // The outage itself: the workers report into it (an epoch every 0.2 s).
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const int epoch_at_return = progress_epoch(get_job("outage"));
+  auto second = spawn_controller("outage-controller-1", flags);
+  ASSERT_TRUE(second->started());
+  const json done = wait_succeeded("outage");
+  EXPECT_GT(progress_epoch(done), epoch_at_return);
+  second->signal(SIGTERM);
+  EXPECT_EQ(second->wait(std::chrono::seconds(30)), 0);
+  expect_job_invariants("outage");  // among others: no worker pod failed
+}
+
 }  // namespace
 }  // namespace depl::e2e

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -15,15 +16,33 @@ using testing::CannedResponse;
 using testing::RecordedRequest;
 using testing::TestHttpServer;
 
+// A steady clock that only the client's injected sleep moves on: the retry deadline is tested
+// without waiting for it.
+struct FakeTime {
+  std::chrono::steady_clock::time_point now{};
+  std::vector<long long> waits;  // every sleep, in ms
+};
+
+void use_fake_time(ProgressClientOptions& o, std::shared_ptr<FakeTime> time) {
+  o.sleep = [time](std::chrono::milliseconds d) {
+    time->waits.push_back(d.count());
+    time->now += d;
+  };
+  o.now = [time] { return time->now; };
+}
+
 ProgressClientOptions options_for(const TestHttpServer& server,
                                   std::vector<long long>* waits = nullptr) {
   ProgressClientOptions o;
   o.url = server.url("/v1/namespaces/ns/jobs/j/progress");
   o.token = "s3cret";
-  o.attempts = 3;
+  o.retry_for = std::chrono::milliseconds(300);  // 100 + 200: three attempts
   o.first_backoff = std::chrono::milliseconds(100);
-  o.sleep = [waits](std::chrono::milliseconds d) {
+  auto time = std::make_shared<FakeTime>();
+  o.now = [time] { return time->now; };
+  o.sleep = [waits, time](std::chrono::milliseconds d) {
     if (waits) waits->push_back(d.count());
+    time->now += d;
   };
   return o;
 }
@@ -90,7 +109,7 @@ TEST(ProgressClient, RetryAfterIsWaitedOutWhenLongerThanTheBackoff) {
   }));
   std::vector<long long> waits;
   ProgressClientOptions o = options_for(server, &waits);
-  o.attempts = 4;
+  o.retry_for = std::chrono::seconds(60);
   o.first_backoff = std::chrono::milliseconds(1500);  // 1.5 s, 3 s, 6 s
   auto client = ProgressClient::create(o);
   ASSERT_TRUE(client);
@@ -113,7 +132,7 @@ TEST(ProgressClient, RetryAfterIsCappedAndReadOnlyAsWholeSeconds) {
   }));
   std::vector<long long> waits;
   ProgressClientOptions o = options_for(server, &waits);
-  o.attempts = 7;
+  o.retry_for = std::chrono::minutes(10);
   auto client = ProgressClient::create(o);
   ASSERT_TRUE(client);
   auto action = client->post({0, 0, 1, 1.0});
@@ -127,13 +146,16 @@ TEST(ProgressClient, RetryAfterIsNotWaitedAfterTheLastAttempt) {
     return CannedResponse{429, "{}", {{"Retry-After", "30"}}};
   });
   std::vector<long long> waits;
-  auto client = ProgressClient::create(options_for(server, &waits));
+  ProgressClientOptions o = options_for(server, &waits);
+  o.retry_for = std::chrono::seconds(60);
+  auto client = ProgressClient::create(o);
   ASSERT_TRUE(client);
   auto action = client->post({0, 0, 1, 1.0});
   ASSERT_FALSE(action);
   EXPECT_FALSE(action.error().rejected);
   EXPECT_NE(action.error().message.find("HTTP 429"), std::string::npos) << action.error().message;
-  EXPECT_EQ(waits, (std::vector<long long>{30000, 30000}));  // 3 attempts, 2 waits
+  // Attempts at 0, 30 and 60 s, the last at the deadline.
+  EXPECT_EQ(waits, (std::vector<long long>{30000, 30000}));
   // Told to the caller, who may retry on its own (depl-sim-worker does).
   EXPECT_EQ(action.error().retry_after, std::chrono::seconds(30));
 }
@@ -173,19 +195,19 @@ TEST(ProgressClient, ARejectedReportIsNotRetried) {
   EXPECT_EQ(server.requests().size(), 1u);
 }
 
-TEST(ProgressClient, AnUnreachableEndpointFailsAfterTheAttempts) {
+TEST(ProgressClient, AnUnreachableEndpointFailsAtTheDeadline) {
   std::string url;
   {
     TestHttpServer closed([](const RecordedRequest&) { return CannedResponse{}; });
     url = closed.url("/p");
   }  // the port is free again: connections are refused
-  std::vector<long long> waits;
+  auto time = std::make_shared<FakeTime>();
   ProgressClientOptions o;
   o.url = url;
   o.token = "t";
-  o.attempts = 3;
+  o.retry_for = std::chrono::milliseconds(30);
   o.first_backoff = std::chrono::milliseconds(10);
-  o.sleep = [&waits](std::chrono::milliseconds d) { waits.push_back(d.count()); };
+  use_fake_time(o, time);
   auto client = ProgressClient::create(o);
   ASSERT_TRUE(client);
   auto action = client->post({0, 0, 1, 1.0});
@@ -193,7 +215,60 @@ TEST(ProgressClient, AnUnreachableEndpointFailsAfterTheAttempts) {
   EXPECT_FALSE(action.error().rejected);
   EXPECT_NE(action.error().message.find("after 3 attempt(s)"), std::string::npos)
       << action.error().message;
-  EXPECT_EQ(waits, (std::vector<long long>{10, 20}));
+  EXPECT_EQ(time->waits, (std::vector<long long>{10, 20}));
+}
+
+// A controller that is away for two minutes (restarted, rescheduled, its caches syncing): the
+// report waits it out, backing off to 10 s between attempts, and is delivered. Before, five
+// attempts over 1.6 s gave up and depl-sim-worker exited 4, a failure of the phase.
+TEST(ProgressClient, AReportOutlastsAControllerAwayForMinutes) {
+  auto time = std::make_shared<FakeTime>();
+  const auto back_at = time->now + std::chrono::minutes(2);
+  TestHttpServer server([time, back_at](const RecordedRequest&) {
+    return time->now < back_at ? CannedResponse{503, R"({"error":"starting"})"}
+                               : CannedResponse{200, R"({"action":"continue"})"};
+  });
+  ProgressClientOptions o;
+  o.url = server.url("/p");
+  o.token = "t";
+  use_fake_time(o, time);
+  auto client = ProgressClient::create(o);
+  ASSERT_TRUE(client);
+  auto action = client->post({0, 0, 1, 1.0});
+  ASSERT_TRUE(action) << action.error().message;
+  EXPECT_GE(time->now - (back_at - std::chrono::minutes(2)), std::chrono::minutes(2));
+  EXPECT_LT(time->now - back_at, std::chrono::seconds(10));  // within one backoff of its return
+  EXPECT_EQ(*std::max_element(time->waits.begin(), time->waits.end()), 10000);
+  EXPECT_EQ(time->waits.front(), 200);
+}
+
+TEST(ProgressClient, GivesUpAtTheRetryDeadline) {
+  TestHttpServer server([](const RecordedRequest&) { return CannedResponse{503, "{}"}; });
+  auto time = std::make_shared<FakeTime>();
+  ProgressClientOptions o;
+  o.url = server.url("/p");
+  o.token = "t";
+  o.retry_for = kDefaultProgressRetry;
+  use_fake_time(o, time);
+  auto client = ProgressClient::create(o);
+  ASSERT_TRUE(client);
+  auto action = client->post({0, 0, 1, 1.0});
+  ASSERT_FALSE(action);
+  EXPECT_FALSE(action.error().rejected);
+  EXPECT_EQ(time->now - std::chrono::steady_clock::time_point{},
+            std::chrono::steady_clock::duration(kDefaultProgressRetry));
+  EXPECT_EQ(server.requests().size(), time->waits.size() + 1);
+}
+
+TEST(ProgressClient, TheRetryDeadlineIsReadInWholeSeconds) {
+  EXPECT_EQ(parse_progress_retry("").value(), std::chrono::milliseconds(kDefaultProgressRetry));
+  EXPECT_EQ(parse_progress_retry("0").value(), std::chrono::milliseconds(0));
+  EXPECT_EQ(parse_progress_retry("900").value(), std::chrono::milliseconds(900000));
+  for (const char* bad : {"-1", "1.5", "5m", " 3", "604801"}) {
+    auto parsed = parse_progress_retry(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message.find("DEPL_PROGRESS_RETRY_SECONDS"), std::string::npos);
+  }
 }
 
 TEST(ProgressClient, MalformedAnswersAreErrors) {

@@ -94,6 +94,15 @@ TEST(WorkerConfig, OperatorContractOverridesFlags) {
   EXPECT_EQ(c.rank, 1);
   EXPECT_EQ(c.master_addr, "fmnist-p1-w0.fmnist-p1.ml.svc");
   EXPECT_EQ(c.master_port, 29512);
+  EXPECT_EQ(c.operator_context->progress_retry, std::chrono::seconds(300));  // the default
+}
+
+TEST(WorkerConfig, TheProgressRetryDeadlineIsTheJobsToChoose) {
+  Env env = operator_env();
+  env["DEPL_PROGRESS_RETRY_SECONDS"] = "900";
+  auto parsed = parse({}, env);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->config.operator_context->progress_retry, std::chrono::seconds(900));
 }
 
 TEST(WorkerConfig, EachMissingContractVariableIsNamed) {
@@ -110,19 +119,21 @@ TEST(WorkerConfig, EachMissingContractVariableIsNamed) {
 }
 
 TEST(WorkerConfig, MalformedContractValuesAreNamed) {
-  const std::vector<std::pair<std::string, std::string>> cases = {{"DEPL_EPOCHS", "four"},
-                                                                  {"DEPL_START_EPOCH", "-1"},
-                                                                  {"DEPL_PHASE", "1.5"},
-                                                                  {"WORLD_SIZE", "0"},
-                                                                  {"RANK", "2"},
-                                                                  {"MASTER_PORT", "70000"},
-                                                                  {"DEPL_MODEL", "gigantic"},
-                                                                  {"DEPL_LOSS_PROFILE", "{"},
-                                                                  {"DEPL_DATASETS", " , "},
-                                                                  {"DEPL_SEED", "x"},
-                                                                  {"DEPL_BATCH_SIZE", "0"},
-                                                                  {"DEPL_LR", "-1"},
-                                                                  {"DEPL_WIDTH", "2"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"DEPL_EPOCHS", "four"},
+      {"DEPL_START_EPOCH", "-1"},
+      {"DEPL_PHASE", "1.5"},
+      {"WORLD_SIZE", "0"},
+      {"RANK", "2"},
+      {"MASTER_PORT", "70000"},
+      {"DEPL_MODEL", "gigantic"},
+      {"DEPL_LOSS_PROFILE", "{"},
+      {"DEPL_DATASETS", " , "},
+      {"DEPL_SEED", "x"},
+      {"DEPL_BATCH_SIZE", "0"},
+      {"DEPL_LR", "-1"},
+      {"DEPL_WIDTH", "2"},
+      {"DEPL_PROGRESS_RETRY_SECONDS", "5m"}};
   for (const auto& [name, value] : cases) {
     Env env = operator_env();
     env[name] = value;

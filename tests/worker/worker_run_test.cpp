@@ -237,6 +237,29 @@ TEST(WorkerRun, ARejectedProgressReportFailsTheRun) {
   EXPECT_NE(r.error().message.find("HTTP 403"), std::string::npos) << r.error().message;
 }
 
+// An endpoint that does not take the report within the retry deadline (here 0: one attempt)
+// stops the run after the epoch is checkpointed, marked for exit code 75, not as an error (which
+// exits 1 and counts as a failure of the phase). Before, the worker trained on without reporting.
+TEST(WorkerRun, AnUnreachableEndpointStopsTheRunAfterTheCheckpoint) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  TestHttpServer server([](const RecordedRequest&) { return CannedResponse{503, "{}"}; });
+  WorkerConfig c = small_run(dir);
+  c.epochs = 3;
+  c.checkpoint_dir = dir.file("ckpt");
+  c.operator_context = OperatorContext{"j", "ns", 0, server.url("/p"), "tok", ""};
+  c.operator_context->progress_retry = std::chrono::milliseconds(0);
+  std::ostringstream out;
+  auto r = run_worker(c, out);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->progress_unreachable);
+  EXPECT_EQ(r->last_epoch, 1);
+  EXPECT_EQ(server.requests().size(), 1u);
+  auto checkpoint = read_checkpoint(checkpoint_path(c.checkpoint_dir));
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+  EXPECT_EQ(checkpoint->epoch, 1);
+}
+
 TEST(WorkerRun, ACorruptCheckpointStopsTheRun) {
   DEPL_REQUIRE_FASHION_MNIST();
   TempDir dir;

@@ -2,16 +2,14 @@
 // trains nothing. Each epoch it draws the loss from the profile the plan assumed
 // (DEPL_LOSS_PROFILE: l = f + (l - f) * rho + N(0, sigma^2), plus the switch jump when the phase
 // starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
-// The demo and the end-to-end tests use it as a stand-in for a real trainer.
+// The demo and the end-to-end tests use it as a stand-in for a real trainer. Like every worker it
+// retries a report for DEPL_PROGRESS_RETRY_SECONDS (default 300) and then exits 75, which the
+// controller does not count as a failure of the phase.
 //
 // Test-only knobs (tests/controller_e2e, docs/e2e-tests.md):
 //  - DEPL_SIM_FAIL_AT_EPOCH=N makes the worker exit 1 right after reporting epoch N, unless it
 //    resumed from a checkpoint at epoch N or later: a pod fails once, and its replacement
 //    resumes from the checkpoint and runs on.
-//  - DEPL_SIM_PROGRESS_RETRY_SECONDS=S keeps retrying a report the endpoint did not answer (or
-//    answered 5xx/429) for up to S seconds, every 100 ms to 500 ms (longer when a 429 or 503
-//    carries a Retry-After), instead of the contract's five attempts in about 3 s: enough to
-//    outlast a controller restart or a leader handover.
 //  - DEPL_SIM_ACK_FILE=PATH appends one JSON line per acknowledged report ({"phase", "rank",
 //    "epoch", "loss", "action"}) to PATH, so a test can check that no acknowledged report is
 //    lost.
@@ -167,17 +165,11 @@ int main(int argc, char** argv) {
     spdlog::info("event=resume checkpoint_epoch={} start_epoch={}", c->epoch, start_epoch);
   }
 
-  double retry_seconds = 0;
-  if (auto v = env("DEPL_SIM_PROGRESS_RETRY_SECONDS")) {
-    char* end = nullptr;
-    retry_seconds = std::strtod(v->c_str(), &end);
-    if (end == v->c_str() || *end != '\0' || !(retry_seconds >= 0)) {
-      fmt::print(stderr,
-                 "depl-sim-worker: DEPL_SIM_PROGRESS_RETRY_SECONDS must be a number >= 0, "
-                 "got \"{}\"\n",
-                 *v);
-      return 2;
-    }
+  auto retry_for =
+      depl::worker::parse_progress_retry(env("DEPL_PROGRESS_RETRY_SECONDS").value_or(""));
+  if (!retry_for) {
+    fmt::print(stderr, "depl-sim-worker: {}\n", retry_for.error().message);
+    return 2;
   }
   const std::string ack_file = env("DEPL_SIM_ACK_FILE").value_or("");
 
@@ -186,7 +178,7 @@ int main(int argc, char** argv) {
     depl::worker::ProgressClientOptions options;
     options.url = *url;
     options.token = env("DEPL_PROGRESS_TOKEN").value_or("");
-    if (retry_seconds > 0) options.attempts = 1;  // the loop below retries
+    options.retry_for = *retry_for;
     auto client = depl::worker::ProgressClient::create(options);
     if (!client) {
       fmt::print(stderr, "depl-sim-worker: DEPL_PROGRESS_URL: {}\n", client.error().message);
@@ -207,22 +199,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (!progress) continue;
     auto answer = progress->post({phase, rank, epoch, loss});
-    if (retry_seconds > 0) {
-      const auto give_up =
-          std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_seconds);
-      auto backoff = std::chrono::milliseconds(100);
-      while (!answer && !answer.error().rejected && std::chrono::steady_clock::now() < give_up) {
-        // The endpoint's Retry-After (429, 503) when longer, as the reference worker waits, and
-        // never past the time left.
-        const std::chrono::steady_clock::duration wait =
-            depl::worker::wait_before_retry(backoff, answer.error().retry_after);
-        const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            give_up - std::chrono::steady_clock::now());
-        std::this_thread::sleep_for(std::min(wait, left));
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
-        answer = progress->post({phase, rank, epoch, loss});
-      }
-    }
     if (answer && !ack_file.empty()) {
       const bool stop_now = *answer == depl::worker::ProgressAction::CheckpointAndExit;
       append_line(ack_file, json{{"phase", phase},
@@ -235,7 +211,7 @@ int main(int argc, char** argv) {
     if (!answer) {
       fmt::print(stderr, "depl-sim-worker: progress report for epoch {} failed: {}\n", epoch,
                  answer.error().message);
-      return answer.error().rejected ? 3 : 4;
+      return answer.error().rejected ? 3 : depl::worker::kExitProgressUnreachable;
     }
     if (epoch == fail_at_epoch && resumed_epoch < fail_at_epoch) {
       fmt::print(stderr,

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "depl/worker/progress_client.hpp"
 #include "depl/worker/worker_config.hpp"
 #include "depl/worker/worker_run.hpp"
 
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
     spdlog::error("event=failed error=\"{}\"", summary.error().message);
     std::cerr << "depl-reference-worker: " << summary.error().message << '\n';
     return 1;
+  }
+  if (summary->progress_unreachable) {
+    spdlog::error("event=progress_unreachable rank={} last_epoch={} exit_code={}", config.rank,
+                  summary->last_epoch, depl::worker::kExitProgressUnreachable);
+    return depl::worker::kExitProgressUnreachable;
   }
   if (config.rank == 0) {
     spdlog::info("event=done first_epoch={} last_epoch={} stopped_by_controller={} loss={:.4f}",

@@ -201,37 +201,55 @@ ProgressClient::~ProgressClient() = default;
 Expected<ProgressClient> ProgressClient::create(ProgressClientOptions options) {
   auto url = parse_url(options.url);
   if (!url) return unexpected(url.error());
-  if (options.attempts < 1) return error("progress client: attempts must be at least 1");
+  if (options.retry_for.count() < 0) return error("progress client: retry_for must be >= 0");
   if (!options.sleep) {
     options.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   }
+  if (!options.now) options.now = [] { return std::chrono::steady_clock::now(); };
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->url = *url;
   return ProgressClient(std::move(impl));
 }
 
+Expected<std::chrono::milliseconds> parse_progress_retry(const std::string& text) {
+  if (text.empty()) return std::chrono::milliseconds(kDefaultProgressRetry);
+  long long seconds = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > 7 * 24 * 3600) {
+    return error(fmt::format(
+        "DEPL_PROGRESS_RETRY_SECONDS: want whole seconds in [0, 604800], got '{}'", text));
+  }
+  return std::chrono::milliseconds(std::chrono::seconds(seconds));
+}
+
 Expected<ProgressAction, ProgressError> ProgressClient::post(const ProgressReport& report) {
   const std::string body = progress_request_body(report);
-  auto backoff = impl_->options.first_backoff;
+  const auto& o = impl_->options;
+  const auto deadline = o.now() + o.retry_for;
+  auto backoff = o.first_backoff;
   for (int attempt = 1;; ++attempt) {
     std::optional<std::chrono::seconds> retry_after;
     auto result = impl_->attempt(body, retry_after);
-    if (result || result.error().rejected || attempt >= impl_->options.attempts) {
+    const auto now = o.now();
+    if (result || result.error().rejected || now >= deadline) {
       if (!result) {
         return unexpected(
-            ProgressError{fmt::format("progress POST to {} failed after {} attempt(s): {}",
-                                      impl_->options.url, attempt, result.error().message),
+            ProgressError{fmt::format("progress POST to {} failed after {} attempt(s): {}", o.url,
+                                      attempt, result.error().message),
                           result.error().rejected, retry_after});
       }
       return result;
     }
-    const auto wait = wait_before_retry(backoff, retry_after);
+    // The last attempt is made at the deadline, not after it.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    const auto wait = std::min(wait_before_retry(backoff, retry_after), left);
     spdlog::warn("event=progress_retry attempt={} backoff_ms={} retry_after_s={} error=\"{}\"",
                  attempt, wait.count(), retry_after ? std::to_string(retry_after->count()) : "-",
                  result.error().message);
-    impl_->options.sleep(wait);
-    backoff *= 2;
+    o.sleep(wait);
+    backoff = std::min(backoff * 2, o.max_backoff);
   }
 }
 

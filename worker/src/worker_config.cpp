@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "depl/worker/progress_client.hpp"
 #include "depl/worker/shards.hpp"
 
 namespace depl::worker {
@@ -138,6 +139,10 @@ Expected<void> apply_operator_environment(WorkerConfig& c, const EnvironmentLook
     }
     op.loss_profile = *profile;
   }
+
+  auto retry = parse_progress_retry(env("DEPL_PROGRESS_RETRY_SECONDS").value_or(""));
+  if (!retry) return unexpected(retry.error());
+  op.progress_retry = *retry;
 
   // torch.distributed conventions; a single worker may omit them.
   if (auto world = env("WORLD_SIZE"); world && !world->empty()) {

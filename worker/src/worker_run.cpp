@@ -19,6 +19,10 @@
 namespace depl::worker {
 namespace {
 
+// Rank 0's decision after an epoch, broadcast to the other ranks: 0 train on, 1 stop (the phase
+// ends), kStopUnreachable stop because the progress endpoint did not take the report.
+constexpr float kStopUnreachable = 2.0f;
+
 struct LoadedData {
   ImageTable train;
   ImageTable test;
@@ -170,7 +174,10 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
     options.master_addr = c.master_addr;
     options.master_port = c.master_port;
     options.listen_address = c.listen_address;
+    // The other ranks wait for rank 0's decision after each epoch, which waits for the progress
+    // endpoint to take the report (up to the retry deadline).
     options.timeout = c.peer_timeout;
+    if (c.operator_context) options.timeout += c.operator_context->progress_retry;
     options.on_listening = c.on_listening;
     auto connected = connect_tcp_all_reduce(options);
     if (!connected) return unexpected(connected.error());
@@ -208,6 +215,7 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
     ProgressClientOptions options;
     options.url = c.operator_context->progress_url;
     options.token = c.operator_context->progress_token;
+    options.retry_for = c.operator_context->progress_retry;
     auto client = ProgressClient::create(std::move(options));
     if (!client) return unexpected(client.error());
     progress.emplace(std::move(*client));
@@ -260,10 +268,13 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
         auto action = progress->post({c.operator_context->phase, c.rank, epoch, summary.last.loss});
         if (!action) {
           if (action.error().rejected) return error(action.error().message);
-          // The controller may be restarting; training on is better than failing the phase.
-          spdlog::warn("event=progress_failed job={}/{} epoch={} error=\"{}\"",
-                       c.operator_context->ns, c.operator_context->job, epoch,
-                       action.error().message);
+          // Not taken within the retry deadline: every rank stops and exits
+          // kExitProgressUnreachable; the checkpoint holds this epoch, and the controller restarts
+          // the phase from it without counting a failure.
+          spdlog::error("event=progress_unreachable job={}/{} epoch={} error=\"{}\"",
+                        c.operator_context->ns, c.operator_context->job, epoch,
+                        action.error().message);
+          stop = kStopUnreachable;
         } else if (*action == ProgressAction::CheckpointAndExit) {
           stop = 1.0f;
           summary.stopped_by_controller = true;
@@ -276,6 +287,10 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
       std::span<float> flag(&stop, 1);
       auto ok = broadcast_from_rank0(*all_reduce, flag);
       if (!ok) return unexpected(ok.error());
+    }
+    if (stop == kStopUnreachable) {
+      summary.progress_unreachable = true;
+      return summary;
     }
     if (stop != 0.0f) {
       if (epoch < end || summary.stopped_by_controller) {

@@ -25,6 +25,8 @@ struct OperatorContext {
   std::string progress_url;
   std::string progress_token;
   std::string loss_profile;  // JSON, informational (the profile the plan assumed)
+  // How long rank 0 retries a report the endpoint does not take (DEPL_PROGRESS_RETRY_SECONDS).
+  std::chrono::milliseconds progress_retry{std::chrono::seconds(300)};
 };
 
 struct WorkerConfig {

@@ -16,6 +16,9 @@ struct RunSummary {
   int first_epoch = 0;                 // epochs completed when training started (after any resume)
   int last_epoch = 0;                  // epochs completed when the run ended
   bool stopped_by_controller = false;  // the controller answered checkpointAndExit
+  // The progress endpoint did not take a report within the retry deadline: the run stopped after
+  // checkpointing that epoch, and the process exits kExitProgressUnreachable.
+  bool progress_unreachable = false;
   Evaluation last;                     // validation figures after the last epoch (rank 0)
 };
 
