@@ -21,6 +21,14 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxCountedFailures = 50;
+// The exit code of a worker that gave up because the progress endpoint did not take its report
+// within its retry deadline (docs/worker-contract.md, section 3): the controller was away or out
+// of reach, which is not a failure of the phase.
+constexpr int kExitProgressUnreachable = 75;
+// Rounds that end that way one after the other, without an epoch recorded between them, before
+// the job fails: the controller was running all along (it saw the pods exit), so its workers
+// cannot reach it (a wrong --progress-advertise-url, a NetworkPolicy).
+constexpr int kMaxUnreachableRounds = 5;
 constexpr const char* kWaitingForEarlierJobs =
     "waiting for jobs created earlier to be placed first (placement follows creation order)";
 
@@ -664,7 +672,11 @@ class Decider {
       if (ph == "Succeeded") ++succeeded;
       if (ph == "Failed") {
         ++failed;
-        count_failure(*pod);
+        if (exit_code(*pod) == kExitProgressUnreachable) {
+          count_unreachable(*pod);
+        } else {
+          count_failure(*pod);
+        }
       }
     }
     if (terminating > 0) return true;  // wait until the old incarnations are gone
@@ -675,6 +687,15 @@ class Decider {
         terminal(false, "BackoffLimitExceeded",
                  fmt::format("phase {} failed {} times (backoffLimit {})", pos.phase,
                              progress.failures, limit));
+        return false;
+      }
+      if (const int rounds = unreachable_rounds(); rounds >= kMaxUnreachableRounds) {
+        terminal(false, "ProgressUnreachable",
+                 fmt::format("the workers of phase {} could not deliver a progress report to {} "
+                             "in {} rounds in a row while the controller was running; check "
+                             "--progress-advertise-url and the NetworkPolicies between the "
+                             "job's namespace and the controller",
+                             pos.phase, options_.progress_url, rounds));
         return false;
       }
       // Synchronous data-parallel ranks cannot continue without a peer: restart the phase
@@ -757,6 +778,54 @@ class Decider {
                       "backoffLimit {})",
                       str(pod["metadata"], "name"), detail, failures,
                       spec_.value("backoffLimit", 3)));
+  }
+
+  // The exit code of the pod's worker container, or -1 when it has none.
+  static int exit_code(const json& pod) {
+    auto status = pod.find("status");
+    if (status == pod.end() || !status->is_object()) return -1;
+    for (const auto& cs : status->value("containerStatuses", json::array())) {
+      const json& term = cs.value("state", json::object()).value("terminated", json::object());
+      if (auto code = term.find("exitCode"); code != term.end() && code->is_number_integer())
+        return code->get<int>();
+    }
+    return -1;
+  }
+
+  // status.progress.unreachable: {rounds, epoch, round}, the rounds in a row (at the same
+  // recorded epoch) whose workers exited kExitProgressUnreachable.
+  int unreachable_rounds() const {
+    const json& progress = status_.value("progress", json::object());
+    const json& u = progress.value("unreachable", json::object());
+    if (!u.is_object() || u.value("epoch", -1) != progress.value("epoch", 0)) return 0;
+    return u.value("rounds", 0);
+  }
+
+  // A worker that could not reach the progress endpoint restarts the phase like a failure, but is
+  // not counted against backoffLimit: once per round, in a row while no epoch is recorded.
+  void count_unreachable(const json& pod) {
+    const std::string uid = str(pod["metadata"], "uid");
+    json& counted = status_["failedPods"];
+    if (!counted.is_array()) counted = json::array();
+    for (const auto& u : counted) {
+      if (u == uid) return;
+    }
+    counted.push_back(uid);
+    while (counted.size() > kMaxCountedFailures) counted.erase(counted.begin());
+    json& progress = status_["progress"];
+    const int round = progress.value("round", 0);
+    json& u = progress["unreachable"];
+    if (!u.is_object()) u = json::object();
+    if (u.value("round", -1) == round && u.value("epoch", -1) == progress.value("epoch", 0))
+      return;  // another rank of a round already counted
+    const int rounds = unreachable_rounds() + 1;
+    u = json{{"rounds", rounds}, {"epoch", progress.value("epoch", 0)}, {"round", round}};
+    event("Warning", "ProgressUnreachable",
+          fmt::format("pod {} exited {}: it could not deliver a progress report within its retry "
+                      "deadline; restarting the phase from its checkpoint, not counted as a "
+                      "failure ({} of {} such rounds in a row)",
+                      str(pod["metadata"], "name"), kExitProgressUnreachable, rounds,
+                      kMaxUnreachableRounds));
   }
 
   PhaseLaunch launch_of(const PlanRecord& plan, const solver::Plan& mapped,

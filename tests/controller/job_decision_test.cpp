@@ -2,6 +2,7 @@
 // pure function, step by step through a job's life.
 #include "depl/controller/job_decision.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <fstream>
 #include <sstream>
@@ -487,6 +488,80 @@ TEST(JobDecision, FailedWorkerRestartsThePhaseUntilTheBackoffLimit) {
   Decision second = decide(v, options());
   EXPECT_EQ((*second.status)["phase"], "Failed");
   EXPECT_TRUE(has_event(second, "BackoffLimitExceeded"));
+}
+
+void exited(json& pod, int code, const std::string& uid) {
+  pod["status"]["phase"] = "Failed";
+  pod["metadata"]["uid"] = uid;
+  pod["status"]["containerStatuses"] =
+      json::array({{{"name", "worker"},
+                    {"state", {{"terminated", {{"exitCode", code}, {"reason", "Error"}}}}}}});
+}
+
+// A worker that exits 75 could not reach the progress endpoint within its retry deadline (the
+// controller was restarting, or out of reach): the phase restarts from its checkpoint and no
+// failure is counted. Before, such exits counted against backoffLimit like any other.
+TEST(JobDecision, AWorkerThatCouldNotReachTheControllerIsNotAFailure) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["backoffLimit"] = 0;
+  apply(v, decide(v, options()));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_FALSE(v.owned_pods.empty()) << i;
+    exited(v.owned_pods[0], 75, "uid-away-" + std::to_string(i));
+    Decision d = decide(v, options());
+    ASSERT_TRUE(d.status) << i;
+    EXPECT_EQ((*d.status)["phase"], "Running") << i;
+    EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0) << i;
+    EXPECT_EQ((*d.status)["progress"]["unreachable"]["rounds"], i + 1);
+    EXPECT_TRUE(has_event(d, "ProgressUnreachable")) << i;
+    EXPECT_FALSE(has_event(d, "WorkerFailed")) << i;
+    EXPECT_EQ(d.remove.size(), v.owned_pods.size()) << i;  // the phase restarts
+    apply(v, d);
+    apply(v, decide(v, options()));  // recreated
+  }
+  // An epoch recorded in between: the rounds in a row start again.
+  v.job["status"]["progress"]["epoch"] = 1;
+  exited(v.owned_pods[0], 75, "uid-away-after-progress");
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ((*d.status)["progress"]["unreachable"]["rounds"], 1);
+  EXPECT_EQ((*d.status)["phase"], "Running");
+}
+
+// Rounds that all end with exit 75 while nothing is recorded between them mean the workers
+// cannot reach a controller that is running: the job fails, saying where to look.
+TEST(JobDecision, WorkersThatNeverReachTheControllerFailTheJobInTheEnd) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  Decision d;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_FALSE(v.owned_pods.empty()) << i;
+    for (std::size_t p = 0; p < v.owned_pods.size(); ++p)
+      exited(v.owned_pods[p], 75, fmt::format("uid-{}-{}", i, p));
+    d = decide(v, options());
+    ASSERT_TRUE(d.status) << i;
+    if (i < 4) {
+      EXPECT_EQ((*d.status)["phase"], "Running") << i;
+      EXPECT_EQ((*d.status)["progress"]["unreachable"]["rounds"], i + 1);  // once per round
+      apply(v, d);
+      apply(v, decide(v, options()));
+    }
+  }
+  EXPECT_EQ((*d.status)["phase"], "Failed");
+  EXPECT_TRUE(has_event(d, "ProgressUnreachable"));
+  EXPECT_NE((*d.status)["message"].get<std::string>().find("--progress-advertise-url"),
+            std::string::npos)
+      << (*d.status)["message"];
+}
+
+// Any other exit code is a failure, as before.
+TEST(JobDecision, OtherExitCodesAreFailures) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  exited(v.owned_pods[0], 4, "uid-exit-4");
+  Decision d = decide(v, options());
+  EXPECT_TRUE(has_event(d, "WorkerFailed"));
+  EXPECT_EQ((*d.status)["progress"]["failures"], 1);
 }
 
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
