@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <functional>
+
 #include "depl/solver/evaluator.hpp"
 
 namespace depl::controller {
@@ -92,7 +96,16 @@ std::string checkpoint_dir(const json& job, const std::string& checkpoint_root) 
     }
   }
   while (root.size() > 1 && root.back() == '/') root.pop_back();
-  return fmt::format("{}/{}/{}", root, job_namespace(job), job_name(job));
+  // The job's UID keeps a job re-created under the same name from resuming the checkpoints of
+  // the one deleted before it. UIDs are the API server's (RFC 4122 text); anything else is kept
+  // out of the path.
+  std::string uid = job["metadata"].value("uid", "");
+  const bool plain =
+      !uid.empty() && uid.size() <= 64 && std::all_of(uid.begin(), uid.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+      });
+  if (!plain) uid = fmt::format("{:016x}", std::hash<std::string>{}(uid));
+  return fmt::format("{}/{}/{}/{}", root, job_namespace(job), job_name(job), uid);
 }
 
 int rendezvous_port(const std::string& job_uid, std::size_t phase) {

@@ -66,7 +66,7 @@ TEST(WorkerPods, CarriesTheWorkerContract) {
   EXPECT_EQ(env_of(pod, "DEPL_EPOCHS"), "5");
   EXPECT_EQ(env_of(pod, "DEPL_START_EPOCH"), "3");
   EXPECT_EQ(env_of(pod, "DEPL_DATASETS"), "a,b");
-  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/ckpt/ml/mnist");
+  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/ckpt/ml/mnist/u-1");
   EXPECT_EQ(env_of(pod, "DEPL_PROGRESS_URL"),
             "http://127.0.0.1:8081/v1/namespaces/ml/jobs/mnist/progress");
   EXPECT_NE(env_of(pod, "DEPL_PROGRESS_TOKEN").find("mnist-progress-token"), std::string::npos);
@@ -118,8 +118,24 @@ TEST(WorkerPods, LoopbackRendezvousAndCheckpointRoot) {
   l.checkpoint_root = "/tmp/demo/";
   json pod = build_worker_pod(l, 0);
   EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "127.0.0.1");
-  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/tmp/demo/ml/mnist");
+  EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/tmp/demo/ml/mnist/u-1");
   EXPECT_EQ(env_of(pod, "MASTER_PORT"), std::to_string(rendezvous_port("u-1", 0)));
+}
+
+// A job deleted and created again under the same name is another job (another UID): its workers
+// must not find the first one's checkpoints. Before, both wrote <root>/<namespace>/<name>.
+TEST(WorkerPods, AJobRecreatedUnderTheSameNameGetsItsOwnCheckpointDirectory) {
+  Fixture f;
+  const std::string first = env_of(build_worker_pod(f.launch(), 0), "DEPL_CHECKPOINT_DIR");
+  f.job["metadata"]["uid"] = "7c4b1a52-9e0f-4d55-8a4e-2f1c0d9b6e31";
+  const std::string second = env_of(build_worker_pod(f.launch(), 0), "DEPL_CHECKPOINT_DIR");
+  EXPECT_NE(first, second);
+  EXPECT_EQ(second, "/ckpt/ml/mnist/7c4b1a52-9e0f-4d55-8a4e-2f1c0d9b6e31");
+  // A UID that is not plain text (not the API server's) never becomes a path of its own.
+  f.job["metadata"]["uid"] = "../../etc";
+  const std::string odd = env_of(build_worker_pod(f.launch(), 0), "DEPL_CHECKPOINT_DIR");
+  EXPECT_EQ(odd.rfind("/ckpt/ml/mnist/", 0), 0u) << odd;
+  EXPECT_EQ(odd.find(".."), std::string::npos) << odd;
 }
 
 TEST(WorkerPods, DeterministicAndServiceMatchesPods) {

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 
 #include "depl/controller/job_resource.hpp"
+#include "depl/controller/worker_pods.hpp"
 #include "depl/kube/resource.hpp"
 #include "e2e_fixture.hpp"
 #include "http_post.hpp"
@@ -20,6 +22,13 @@ namespace {
 
 namespace resources = kube::resources;
 using ::testing::IsEmpty;
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 std::string image_of(const json& pod) {
   return pod["spec"]["containers"][0].value("image", "");
@@ -212,6 +221,47 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
       << pods_of("doomed").size() << ", services " << list(resources::services(), selector).size()
       << ", secrets " << list(resources::secrets(), selector).size();
   EXPECT_TRUE(get_job("doomed").empty());
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+// A job deleted and created again under the same name is another job: its workers start from
+// nothing, not from the checkpoint the first one left (before, both used <root>/<ns>/<name>, and
+// the second job's first report was the first job's final loss). The first job's checkpoint stays
+// where it was, under its UID: the controller deletes no checkpoint.
+TEST_F(ControllerE2e, AJobCreatedAgainUnderTheSameNameStartsAfreshAndTheOldCheckpointStays) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "again", 0.05));
+  const json first = wait_succeeded("again");
+  const json first_history = first["status"]["progress"]["history"];
+  ASSERT_FALSE(first_history.empty()) << first["status"].dump(1);
+  ASSERT_EQ(first_history[0]["epoch"], 1);
+  const fs::path first_dir =
+      controller::checkpoint_dir(first, (work_dir_ / "checkpoints").string());
+  ASSERT_TRUE(fs::exists(first_dir / "sim-checkpoint.json")) << first_dir;
+  const std::string first_checkpoint = read_file(first_dir / "sim-checkpoint.json");
+
+  auto removed = client_->remove(controller::job_resource(), "default", "again");
+  ASSERT_TRUE(removed) << removed.error().message;
+  ASSERT_TRUE(wait_until([&] { return get_job("again").empty() && pods_of("again").empty(); }));
+
+  create_job(job_from("job.yaml", "again", 0.05));
+  const json second = wait_job(
+      "again",
+      [](const json& j) {
+        return j.contains("status") &&
+               !j["status"]["progress"].value("history", json::array()).empty();
+      },
+      "a first report");
+  EXPECT_NE(second["metadata"]["uid"], first["metadata"]["uid"]);
+  const json& history = second["status"]["progress"]["history"];
+  ASSERT_FALSE(history.empty());
+  // depl-sim-worker draws from a seed of (job name, phase, rank, start epoch): a fresh start
+  // reports exactly what the first job reported first.
+  EXPECT_EQ(history[0]["epoch"], 1);
+  EXPECT_EQ(history[0]["loss"], first_history[0]["loss"]) << history.dump();
+  EXPECT_EQ(read_file(first_dir / "sim-checkpoint.json"), first_checkpoint);
+  wait_succeeded("again");
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 

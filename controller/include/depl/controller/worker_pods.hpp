@@ -55,7 +55,8 @@ struct PhaseLaunch {
 std::string worker_pod_name(const std::string& job, std::size_t phase, int rank);
 std::string rendezvous_service_name(const std::string& job, std::size_t phase);
 std::string token_secret_name(const std::string& job);
-// The worker-facing checkpoint directory of a job.
+// The worker-facing checkpoint directory of a job: <root>/<namespace>/<name>/<uid>, so that a job
+// re-created under the same name starts afresh.
 std::string checkpoint_dir(const nlohmann::json& job, const std::string& checkpoint_root);
 // A port for the phase's rendezvous, stable for (job uid, phase) and spread out so that phases
 // running side by side on one machine (the dev cluster) do not collide.
