@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "depl/controller/log_format.hpp"
 #include "depl/controller/run_controller.hpp"
 #include "depl/kube/runtime/termination_signals.hpp"
 
@@ -136,12 +137,12 @@ int main(int argc, char** argv) {
   }
   config.rendezvous = rendezvous == "loopback" ? depl::controller::RendezvousMode::Loopback
                                                : depl::controller::RendezvousMode::Dns;
-  if (log_format == "json") {
-    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","line":"%v"})",
-                        spdlog::pattern_time_type::utc);
-  } else {
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  auto formatter = depl::controller::log_formatter(log_format);
+  if (!formatter) {
+    spdlog::error("msg=\"cannot start\" error=\"{}\"", formatter.error().message);
+    return 2;
   }
+  spdlog::set_formatter(std::move(*formatter));
   std::stop_source stop;
   depl::kube::TerminationSignals signals(stop);
   auto result = depl::controller::run_controller(config, stop.get_token());
