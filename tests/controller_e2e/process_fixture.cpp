@@ -109,7 +109,14 @@ void ControllerProcessE2e::expect_job_invariants(const std::string& name, bool p
   EXPECT_THAT(pods_->violations(), IsEmpty());
   EXPECT_THAT(statuses_->violations(), IsEmpty());
 
-  // Acknowledged reports are in the status (the recorder saw every version of it).
+  // Acknowledged reports are in the status (the recorder saw every version of it). The recorder
+  // reads the store's watch on a thread of its own: let it catch up with the status the API
+  // serves now before reading what it saw (on a loaded machine it can lag behind the last write).
+  const json served = get_job(name).value("status", json::object());
+  EXPECT_TRUE(wait_until([&] {
+    const auto seen = statuses_->statuses(name);
+    return !seen.empty() && seen.back() == served;
+  })) << "the status recorder never saw the job's last status";
   const auto reported = statuses_->reported(name);
   int acked_continue = 0;
   int last_epoch = 0;
