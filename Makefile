@@ -5,12 +5,14 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Every Debian package the build, the tests, the demo and the reference worker need.
+# Every Debian package the build, the tests, the demo and the reference workers need (the
+# PyTorch job and the Python SDK's tests run on Debian's /usr/bin/python3 with these).
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libboost-dev libboost-system-dev libssl-dev openssl \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libeigen3-dev \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  libgoogle-perftools-dev dataset-fashion-mnist zlib1g-dev ccache
+  libgoogle-perftools-dev dataset-fashion-mnist zlib1g-dev ccache \
+  python3 python3-torch python3-numpy python3-pytest
 
 # The fuzz build (make fuzz, docs/fuzzing.md): Debian's clang and its libFuzzer runtime.
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev

@@ -1,0 +1,74 @@
+"""Several ranks through torch.distributed (gloo), as separate processes: --nproc matches one
+rank, every rank stops after the same epoch, and a rank that dies or fails stops the others
+within the peer timeout with an error naming it."""
+
+import socket
+import subprocess
+import time
+
+import pytest
+from conftest import PYTHON, TINY, Answer, operator_env, run_script, until
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_local_ranks_train_the_same_curve_as_one():
+    one = run_script(TINY, ["--epochs", "3", "--seed", "4"])
+    two = run_script(TINY, ["--epochs", "3", "--seed", "4", "--nproc", "2"])
+    assert one.code == 0 and two.code == 0, two.stderr
+    assert [l["epoch"] for l in two.lines()] == [1, 2, 3]
+    assert all(l["rank"] == 0 for l in two.lines())  # only rank 0 prints
+    for a, b in zip(one.lines(), two.lines()):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-5)
+
+
+def test_a_killed_rank_stops_the_others_within_the_peer_timeout_naming_it(tmp_path):
+    note = tmp_path / "killed-at"
+    done = run_script(TINY, ["--epochs", "6", "--nproc", "2", "--kill-rank", "1", "--kill-at-epoch", "3",
+                             "--peer-timeout", "20", "--kill-note", str(note)])
+    ended = time.time()
+    assert done.code == 1
+    assert "rank 1 is gone" in done.stderr
+    assert [l["epoch"] for l in done.lines()] == [1, 2]
+    assert ended - float(note.read_text()) < 20
+
+
+def test_a_failing_rank_is_named_with_its_error():
+    done = run_script(TINY, ["--epochs", "4", "--nproc", "2", "--fail-rank", "1", "--kill-at-epoch", "2",
+                             "--peer-timeout", "20"])
+    assert done.code == 1
+    assert "rank 1 failed: RuntimeError: this rank fails on purpose" in done.stderr
+
+
+def start_rank(rank, env, args):
+    import os
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DEPL_")}
+    base.update(env, WORLD_SIZE="2", RANK=str(rank))
+    return subprocess.Popen([PYTHON, str(TINY), *args], env=base, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_when_rank_0_dies_the_others_name_it(tmp_path):
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "DEPL_PEER_TIMEOUT_SECONDS": "20"}
+    args = ["--epochs", "6", "--kill-rank", "0", "--kill-at-epoch", "3"]
+    ranks = [start_rank(r, env, args) for r in (0, 1)]
+    outputs = [p.communicate(timeout=120) for p in ranks]
+    assert ranks[0].returncode == -9
+    assert ranks[1].returncode == 1
+    assert "rank 0 is gone" in outputs[1][1]
+
+
+def test_under_the_operator_every_rank_stops_after_the_epoch_the_controller_ends(tmp_path, endpoint_factory):
+    e = endpoint_factory(lambda r: Answer(body={"action": "checkpointAndExit" if r["epoch"] >= 2 else "continue"}))
+    env = operator_env(tmp_path, e.url, DEPL_EPOCHS="5", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    ranks = [start_rank(r, env, []) for r in (0, 1)]
+    outputs = [p.communicate(timeout=120) for p in ranks]
+    assert [p.returncode for p in ranks] == [0, 0], outputs
+    for _, err in outputs:
+        assert "event=checkpoint_and_exit epoch=2" in err
+    assert [r["epoch"] for r in e.reports()] == [1, 2]  # rank 0 alone reports
