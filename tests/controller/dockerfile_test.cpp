@@ -125,5 +125,60 @@ TEST(Dockerfile, RunsAsNonRootWithTheControllerAsEntrypoint) {
   EXPECT_THAT(*dockerfile, ::testing::HasSubstr("make deps"));
 }
 
+// The text of the stage `FROM ... AS <name>`, up to the next FROM.
+std::string stage_named(const std::string& dockerfile, const std::string& name) {
+  const auto from = dockerfile.find(" AS " + name + "\n");
+  if (from == std::string::npos) return "";
+  const auto next = dockerfile.find("\nFROM ", from);
+  return dockerfile.substr(from, next == std::string::npos ? std::string::npos : next - from);
+}
+
+// The packages of the Makefile's DEB_PACKAGES (what `make deps` installs on a development machine).
+std::set<std::string> make_deps_packages(const std::string& makefile) {
+  std::set<std::string> out;
+  const auto start = makefile.find("DEB_PACKAGES := ");
+  if (start == std::string::npos) return out;
+  std::istringstream lines(makefile.substr(start + std::string("DEB_PACKAGES := ").size()));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    bool continued = false;
+    for (std::string w; words >> w;) {
+      if (w == "\\") {
+        continued = true;
+      } else {
+        out.insert(w);
+      }
+    }
+    if (!continued) break;
+  }
+  return out;
+}
+
+TEST(Dockerfile, PytorchWorkerStageRunsTheExampleOnDebiansTorch) {
+  auto dockerfile = read_text(kRepo / "Dockerfile");
+  ASSERT_TRUE(dockerfile) << dockerfile.error().message;
+  const std::string stage = stage_named(*dockerfile, "pytorch-worker");
+  ASSERT_FALSE(stage.empty()) << "no stage named pytorch-worker";
+  // Its packages are Debian's, and a development machine has them too (make deps).
+  const std::set<std::string> packages = runtime_packages("\nFROM " + stage);
+  for (const char* p : {"python3-torch", "python3-numpy", "dataset-fashion-mnist"}) {
+    EXPECT_TRUE(packages.contains(p)) << p;
+  }
+  auto makefile = read_text(kRepo / "Makefile");
+  ASSERT_TRUE(makefile) << makefile.error().message;
+  const std::set<std::string> deps = make_deps_packages(*makefile);
+  for (const auto& p : packages) EXPECT_TRUE(deps.contains(p)) << p << " is not in make deps";
+  // What it copies exists, and its entrypoint is the example on Debian's python3.
+  EXPECT_THAT(stage,
+              ::testing::HasSubstr("COPY sdk/python/depl /usr/lib/python3/dist-packages/depl"));
+  EXPECT_THAT(stage, ::testing::HasSubstr("COPY examples/pytorch /opt/depl/examples/pytorch"));
+  EXPECT_TRUE(std::filesystem::exists(kRepo / "sdk/python/depl/__init__.py"));
+  EXPECT_TRUE(std::filesystem::exists(kRepo / "examples/pytorch/train.py"));
+  EXPECT_THAT(stage,
+              ::testing::HasSubstr(
+                  "ENTRYPOINT [\"/usr/bin/python3\", \"/opt/depl/examples/pytorch/train.py\"]"));
+  EXPECT_THAT(stage, ::testing::HasSubstr("\nUSER 65532:65532\n"));
+}
+
 }  // namespace
 }  // namespace depl::packaging
