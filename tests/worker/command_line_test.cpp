@@ -54,9 +54,9 @@ TEST(CommandLine, AnIncompleteContractExitsTwoNamingTheVariable) {
 }
 
 TEST(CommandLine, BadFlagsExitTwo) {
-  const Outcome o = run("--variant enormous 2>&1");
+  const Outcome o = run("--model enormous 2>&1");
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.output.find("--variant"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("--model"), std::string::npos) << o.output;
 }
 
 TEST(CommandLine, StdoutCarriesOnlyTheEpochLines) {

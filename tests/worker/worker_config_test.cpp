@@ -66,7 +66,11 @@ TEST(WorkerConfig, WidthFlagAndBadFlags) {
   EXPECT_EQ(width->config.variant.name, "eighth");
   auto bad_variant = parse({"--variant", "huge"}, {});
   ASSERT_FALSE(bad_variant);
-  EXPECT_NE(bad_variant.error().message.find("--variant"), std::string::npos);
+  EXPECT_NE(bad_variant.error().message.find("--model"), std::string::npos);
+  // --model is the standalone contract's name for it (docs/worker-contract.md section 6).
+  auto model = parse({"--model", "half"}, {});
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->config.variant.name, "half");
   auto bad_rank = parse({"--world-size", "2", "--rank", "2"}, {});
   ASSERT_FALSE(bad_rank);
   EXPECT_NE(bad_rank.error().message.find("rank"), std::string::npos);

@@ -62,9 +62,13 @@ TEST(WorkerRun, StandaloneRunPrintsOneJsonLinePerEpoch) {
   const auto lines = lines_of(out.str());
   ASSERT_EQ(lines.size(), 3u);  // the initial evaluation, then epochs 1 and 2
   EXPECT_EQ(lines[0]["epoch"], 0);
-  for (const auto& key : {"epoch", "loss", "accuracy", "variant", "seconds"}) {
+  for (const auto& key : {"epoch", "loss", "accuracy", "variant", "seconds",
+                          "computePerSampleGflop", "parameterBytes"}) {
     EXPECT_TRUE(lines[2].contains(key)) << key;
   }
+  // The quarter-width MLP: two hidden layers of 64 units, 55,050 parameters.
+  EXPECT_DOUBLE_EQ(lines[2]["parameterBytes"].get<double>(), 4.0 * 55050);
+  EXPECT_DOUBLE_EQ(lines[2]["computePerSampleGflop"].get<double>(), 6 * 55050 * 1e-9);
   EXPECT_EQ(lines[2]["epoch"], 2);
   EXPECT_EQ(lines[2]["variant"], "quarter");
   EXPECT_LT(lines[2]["loss"].get<double>(), lines[0]["loss"].get<double>());

@@ -220,7 +220,7 @@ Expected<ParsedCommandLine> parse_worker_command_line(int argc, const char* cons
       "SGD. Runs standalone from these flags, or as a DepL operator worker when DEPL_JOB is set "
       "(docs/worker-contract.md)."};
   app.add_option("--data-dir", c.data_dir, "directory of the Fashion-MNIST IDX files");
-  app.add_option("--variant", variant_name, "full, half, quarter or eighth");
+  app.add_option("--model,--variant", variant_name, "full, half, quarter or eighth");
   app.add_option("--width", width, "hidden width as a fraction of the full variant (0, 1]");
   app.add_option("--epochs", c.epochs, "epochs to train");
   app.add_option("--start-epoch", c.start_epoch, "epochs already trained (numbers the epochs)");
@@ -258,7 +258,7 @@ Expected<ParsedCommandLine> parse_worker_command_line(int argc, const char* cons
     c.variant = *variant;
   } else {
     auto variant = variant_from_name(variant_name);
-    if (!variant) return error(fmt::format("--variant: {}", variant.error().message));
+    if (!variant) return error(fmt::format("--model: {}", variant.error().message));
     c.variant = *variant;
   }
   if (master_port < 0 || master_port > 65535) {

@@ -225,13 +225,19 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
   summary.first_epoch = epoch;
   summary.last_epoch = epoch;
   const int end = c.start_epoch + c.epochs;
+  // The standalone contract's cost fields (docs/worker-contract.md section 6), which
+  // kubectl-depl profile writes into a job's models: 6 FLOP per parameter per sample for forward
+  // and backward, float32 gradients.
+  const double parameters = static_cast<double>(shape.parameter_count());
   auto report_line = [&](int e, const Evaluation& eval, double seconds,
                          std::optional<double> train) {
     nlohmann::json line = {{"epoch", e},
                            {"loss", eval.loss},
                            {"accuracy", eval.accuracy},
                            {"variant", c.variant.name},
-                           {"seconds", seconds}};
+                           {"seconds", seconds},
+                           {"computePerSampleGflop", 6 * parameters * 1e-9},
+                           {"parameterBytes", 4 * parameters}};
     if (train) line["trainLoss"] = *train;
     out << line.dump() << '\n' << std::flush;
   };
