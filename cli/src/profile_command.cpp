@@ -1,7 +1,9 @@
-// `kubectl-depl profile`: measures loss profiles of the reference worker's variants (and the loss
-// jumps of switches between them) from short seeded runs on this machine or, with --in-cluster,
-// as pods in a cluster, and prints the `models` / `switching` YAML to paste into a
-// DependableTrainingJob.
+// `kubectl-depl profile`: measures loss profiles of a worker's variants (and the loss jumps of
+// switches between them) from short seeded runs on this machine (the reference worker in this
+// process, or --worker as a command) or, with --in-cluster, as pods of --image in a cluster, and
+// prints the `models` / `switching` YAML to paste into a DependableTrainingJob. Any worker that
+// follows the standalone half of the worker contract (docs/worker-contract.md section 6) can be
+// profiled.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 
 #include "commands.hpp"
 #include "depl/cli/cluster_access.hpp"
+#include "depl/cli/command_run_executor.hpp"
 #include "depl/cli/local_run_executor.hpp"
 #include "depl/cli/pod_run_executor.hpp"
 #include "depl/cli/profile_report.hpp"
@@ -34,6 +37,7 @@ struct ProfileArgs {
   std::string output_path;
   std::string plot_path;
   std::string command_line;
+  std::string worker_command;  // --worker: a local command instead of the in-process worker
   bool in_cluster = false;
   ClusterFlags cluster;
   PodRunOptions pods;
@@ -90,6 +94,15 @@ int run_profile_command(ProfileArgs& args) {
   spdlog::set_default_logger(logger);
 
   args.request.variants = split_list(args.variants);
+  // The reference worker's variants are known; another worker's names are its own business.
+  args.request.image = args.pods.image;
+  if (!args.worker_command.empty()) {
+    args.request.worker = args.worker_command;
+    args.request.known_variants.clear();
+  } else if (args.in_cluster && args.pods.image != PodRunOptions{}.image) {
+    args.request.worker = "the worker of image " + args.pods.image;
+    args.request.known_variants.clear();
+  }
   for (const auto& text : args.switches) {
     auto point = parse_switch_point(text);
     if (!point) {
@@ -141,6 +154,13 @@ int run_profile_command(ProfileArgs& args) {
     sigaction(SIGTERM, &action, nullptr);
     PodRunExecutor executor(access->client, args.pods);
     result = run_profile(args.request, executor, show_progress);
+  } else if (!args.worker_command.empty()) {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    CommandRunExecutor executor(split_command(args.worker_command), work_dir, &g_interrupted);
+    result = run_profile(args.request, executor, show_progress);
   } else {
     LocalRunExecutor executor(work_dir);
     result = run_profile(args.request, executor, show_progress);
@@ -174,9 +194,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
-      "Measure loss profiles and switch jumps of the reference worker's variants (short seeded "
-      "runs here, or as pods with --in-cluster) and print the models/switching YAML for a job");
-  cmd->add_option("--variants", args->variants, "comma-separated: full, half, quarter, eighth")
+      "Measure loss profiles and switch jumps of a worker's variants (short seeded runs here, "
+      "or as pods with --in-cluster) and print the models/switching YAML for a job");
+  cmd->add_option("--variants", args->variants,
+                  "comma-separated variants (the reference worker's: full, half, quarter, eighth)")
       ->capture_default_str();
   cmd->add_option("--runs", args->request.runs, "seeded runs per variant and per switch")
       ->capture_default_str();
@@ -205,6 +226,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       cmd->add_flag("--in-cluster", args->in_cluster,
                     "run every training as a pod (restartPolicy Never) of --image in the cluster "
                     "instead of in this process; --data-dir is then the path inside the pods");
+  cmd->add_option("--worker", args->worker_command,
+                  "run every training as this command with the standalone worker flags (e.g. "
+                  "\"/usr/bin/python3 examples/pytorch/train.py\") instead of the reference "
+                  "worker in this process")
+      ->excludes(in_cluster);
   cmd->add_option("--kubeconfig", args->cluster.kubeconfig,
                   "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
       ->needs(in_cluster);
@@ -213,9 +239,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-n,--namespace", args->cluster.namespace_,
                   "namespace of the pods (default: the context's, else \"default\")")
       ->needs(in_cluster);
-  cmd->add_option("--image", args->pods.image, "image whose entrypoint is depl-reference-worker")
-      ->capture_default_str()
-      ->needs(in_cluster);
+  cmd->add_option("--image", args->pods.image,
+                  "the models' image in the YAML; with --in-cluster, the image the pods run (its "
+                  "entrypoint a worker of the standalone contract)")
+      ->capture_default_str();
   cmd->add_option("--parallel", args->pods.parallel, "pods running at once")
       ->capture_default_str()
       ->needs(in_cluster);
@@ -241,7 +268,9 @@ void add_profile_command(CLI::App& app, int& exit_code) {
         continue;
       }
       for (const std::string& value : option->results()) {
-        line += " " + option->get_name() + " " + value;
+        // Quoted when a shell would split it (a --worker command), so the line can be rerun.
+        const bool quote = value.find_first_of(" \t\"'{}$") != std::string::npos;
+        line += " " + option->get_name() + " " + (quote ? "'" + value + "'" : value);
       }
     }
     args->command_line = line;

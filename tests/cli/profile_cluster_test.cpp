@@ -30,6 +30,7 @@ using ::testing::HasSubstr;
 const std::string kDataDir = "/usr/share/datasets/fashion-mnist";
 const std::string kBinary = std::string(DEPL_BINARY_DIR) + "/bin/kubectl-depl";
 const std::string kWorker = std::string(DEPL_BINARY_DIR) + "/bin/depl-reference-worker";
+const std::string kPytorchWorker = std::string(DEPL_SOURCE_DIR) + "/examples/pytorch/train.py";
 constexpr const char* kNamespace = "profiling";
 constexpr const char* kPools = R"(pools:
   - {name: cpu, gpuType: T4, nodes: 1, gpusPerNode: 4, gpuGflops: 8100, pricePerGpuHour: 0.35}
@@ -78,6 +79,7 @@ class ProfileOnDevCluster : public ::testing::Test {
     devcluster::DevClusterOptions options;
     options.pools_yaml = kPools;
     options.image_map["depl.dev/reference-worker"] = kWorker;
+    options.image_map["depl.dev/pytorch-fashion-mnist"] = kPytorchWorker;
     auto started = devcluster::DevCluster::start(options);
     ASSERT_TRUE(started) << started.error().message;
     cluster_ = std::move(*started);
@@ -182,19 +184,19 @@ TEST_F(ProfileOnDevCluster, PodsRunTheWorkerAndTheFitIsTheLocalOne) {
     EXPECT_EQ(flag_value(pod, "--data-dir"), kDataDir) << name;
   }
   const json& run = by_name["depl-profile-eighth-n300-s6"];
-  EXPECT_EQ(flag_value(run, "--variant"), "eighth");
+  EXPECT_EQ(flag_value(run, "--model"), "eighth");
   EXPECT_EQ(flag_value(run, "--epochs"), "3");
   EXPECT_EQ(flag_value(run, "--seed"), "6");
   EXPECT_THAT(args_of(run), Contains("--eval-initial"));
   // A switch: the first pod trains into a checkpoint directory, the second starts from it.
   const json& train = by_name["depl-profile-sw0-eighth-quarter-e2-s5-1"];
   const json& convert = by_name["depl-profile-sw0-eighth-quarter-e2-s5-2"];
-  EXPECT_EQ(flag_value(train, "--variant"), "eighth");
+  EXPECT_EQ(flag_value(train, "--model"), "eighth");
   EXPECT_EQ(flag_value(train, "--epochs"), "2");
   const std::string checkpoint = flag_value(train, "--checkpoint-dir");
   ASSERT_FALSE(checkpoint.empty());
   EXPECT_EQ(flag_value(convert, "--init-from"), checkpoint);
-  EXPECT_EQ(flag_value(convert, "--variant"), "quarter");
+  EXPECT_EQ(flag_value(convert, "--model"), "quarter");
   EXPECT_EQ(flag_value(convert, "--epochs"), "0");
   EXPECT_EQ(flag_value(convert, "--start-epoch"), "2");
   EXPECT_EQ(train["spec"]["volumes"][0]["hostPath"]["path"],
@@ -216,6 +218,29 @@ TEST_F(ProfileOnDevCluster, PodsRunTheWorkerAndTheFitIsTheLocalOne) {
   EXPECT_EQ((*doc)["switching"].size(), 1u);
   EXPECT_EQ(without_comments(cluster_text), without_comments(read_text(local_yaml)));
   EXPECT_THAT(cluster_text, HasSubstr("--in-cluster --kubeconfig"));
+}
+
+// Another worker's image: the PyTorch reference job's pods (its script, on Debian's python3)
+// follow the same standalone contract, and the YAML names their image.
+TEST_F(ProfileOnDevCluster, PodsOfThePytorchImageAreProfiledToo) {
+  if (testing::run_process("/usr/bin/python3", {"-c", "import torch"}).exit_code != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (make deps)";
+  }
+  auto got = profile(
+      {"--image", "depl.dev/pytorch-fashion-mnist:0.1", "--variants", "eighth", "--runs", "2",
+       "--epochs", "3", "--samples", "300", "--validation-samples", "300", "--seed", "5"},
+      true);
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_THAT(got.out, HasSubstr("# the worker of image depl.dev/pytorch-fashion-mnist:0.1 on"));
+  auto doc = yaml_to_json(got.out, "profile");
+  ASSERT_TRUE(doc) << doc.error().message;
+  EXPECT_EQ((*doc)["models"][0]["image"], "depl.dev/pytorch-fashion-mnist:0.1");
+  EXPECT_GT((*doc)["models"][0]["computePerSampleGflop"].get<double>(), 0);
+  for (const json& pod : created()) {
+    EXPECT_EQ(pod["spec"]["containers"][0]["image"], "depl.dev/pytorch-fashion-mnist:0.1");
+    EXPECT_EQ(flag_value(pod, "--model"), "eighth");
+  }
+  EXPECT_THAT(profiling_pods_left(), ::testing::IsEmpty());
 }
 
 TEST_F(ProfileOnDevCluster, AFailedPodIsAnErrorWithTheEndOfItsLog) {

@@ -1,6 +1,7 @@
 // kubectl-depl profile: switch-point and request validation, the YAML and plot on a hand-built
-// result, and a tiny real profiling run of the reference worker on Fashion-MNIST (skipped when
-// the data is not installed) whose YAML reads back as a job's models and switching.
+// result, and tiny real profiling runs on Fashion-MNIST (skipped when the data is not installed)
+// of the reference worker and, as a command, of the PyTorch example, whose YAML reads back as a
+// job's models and switching.
 #include "depl/cli/profiling.hpp"
 
 #include <gmock/gmock.h>
@@ -196,12 +197,11 @@ TEST(ProfileRuns, EveryRunIsNamedAndSwitchesHaveTwoSteps) {
   EXPECT_TRUE(runs[9].uses_checkpoint());
   EXPECT_FALSE(runs[0].uses_checkpoint());
   const auto args = worker_arguments(runs[9], 1, "/ckpt/x");
-  EXPECT_THAT(args, ::testing::ElementsAre(
-                        "--data-dir", r.data_dir, "--variant", "full", "--epochs", "0",
-                        "--start-epoch", "4", "--shards",
-                        R"({"shards":[{"name":"profile","samples":2000}]})", "--datasets",
-                        "profile", "--seed", "2", "--test-samples", "10000", "--eval-initial",
-                        "--init-from", "/ckpt/x"));
+  EXPECT_THAT(args, ::testing::ElementsAre("--data-dir", r.data_dir, "--model", "full", "--epochs",
+                                           "0", "--start-epoch", "4", "--shards",
+                                           R"({"shards":[{"name":"profile","samples":2000}]})",
+                                           "--datasets", "profile", "--seed", "2", "--test-samples",
+                                           "10000", "--eval-initial", "--init-from", "/ckpt/x"));
 }
 
 TEST(ProfileRuns, EpochLinesSkipTheLogAroundThem) {
@@ -373,6 +373,92 @@ TEST_F(ProfileReferenceWorker, ExampleJobCarriesWhatTheCommandMeasures) {
       kBinary, {"plan", "-f", example, "--pools",
                 std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/pools.yaml", "-o", "json"});
   EXPECT_EQ(plan.exit_code, 0) << plan.err << plan.out;
+}
+
+TEST(ProfileRequestCheck, AnotherWorkersVariantsNeedOnlyBeLabels) {
+  ProfileRequest r;
+  r.known_variants.clear();
+  r.worker = "/usr/bin/python3 train.py";
+  r.variants = {"wide", "narrow-2"};
+  r.switches = {{"narrow-2", "wide", 3}};
+  EXPECT_TRUE(validate_profile_request(r));
+  r.variants = {"Wide_1"};
+  auto ok = validate_profile_request(r);
+  ASSERT_FALSE(ok);
+  EXPECT_THAT(ok.error().message,
+              HasSubstr("--variants: \"Wide_1\": a variant's name must be a DNS-1123 label"));
+  // The reference worker's names are known: another is refused before any run.
+  ProfileRequest reference;
+  reference.variants = {"wide"};
+  auto refused = validate_profile_request(reference);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(
+      refused.error().message,
+      HasSubstr("not a variant of depl-reference-worker (known: full, half, quarter, eighth)"));
+}
+
+TEST(ProfileRuns, EpochLinesCarryTheModelsCostWhenStated) {
+  auto lines = parse_epoch_lines(
+      R"({"epoch":1,"loss":0.5,"seconds":0.2,"computePerSampleGflop":0.004,"parameterBytes":45096})"
+      "\n"
+      R"({"epoch":2,"loss":0.4})");
+  ASSERT_TRUE(lines) << lines.error().message;
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_DOUBLE_EQ(lines->at(0).compute_per_sample_gflop.value_or(0), 0.004);
+  EXPECT_DOUBLE_EQ(lines->at(0).parameter_bytes.value_or(0), 45096);
+  EXPECT_FALSE(lines->at(1).compute_per_sample_gflop);
+}
+
+TEST(ProfileCommand, AWorkerCommandThatFailsOrPrintsNothingIsAnError) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << kDataDir << " is not installed (make deps)";
+  auto failing = testing::run_process(
+      kBinary, {"profile", "--worker", "/bin/false", "--variants", "wide", "--runs", "1"});
+  EXPECT_EQ(failing.exit_code, 1);
+  EXPECT_THAT(failing.err,
+              HasSubstr("wide run 1/1: training wide: `/bin/false` failed with exit code 1"));
+  auto silent = testing::run_process(
+      kBinary, {"profile", "--worker", "/bin/true", "--variants", "wide", "--runs", "1"});
+  EXPECT_EQ(silent.exit_code, 1);
+  EXPECT_THAT(silent.err, HasSubstr("exited 0 without printing an epoch line"));
+  auto missing = testing::run_process(
+      kBinary, {"profile", "--worker", "/nonexistent/worker", "--variants", "wide", "--runs", "1"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("cannot start /nonexistent/worker"));
+  auto both = testing::run_process(kBinary, {"profile", "--worker", "/bin/true", "--in-cluster"});
+  EXPECT_EQ(both.exit_code, 2);
+}
+
+// The PyTorch reference job, driven through the standalone contract as a local command: the
+// same YAML a job needs, with the example's image and the model costs its lines state.
+TEST_F(ProfileReferenceWorker, ProfilesThePytorchExampleAsACommand) {
+  if (testing::run_process("/usr/bin/python3", {"-c", "import torch"}).exit_code != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (make deps)";
+  }
+  const std::string worker =
+      "/usr/bin/python3 " + std::string(DEPL_SOURCE_DIR) + "/examples/pytorch/train.py";
+  const fs::path out = work_ / "pytorch.yaml";
+  auto got = testing::run_process(
+      kBinary,
+      {"profile", "--worker", worker, "--image", "depl.dev/pytorch-fashion-mnist:0.1", "--variants",
+       "quarter,eighth", "--runs", "2", "--epochs", "3", "--samples", "300", "--validation-samples",
+       "300", "--switch", "eighth:quarter@2", "-o", out.string()},
+      std::chrono::seconds(300));
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  const std::string yaml = read_text(out.string());
+  EXPECT_THAT(yaml, HasSubstr("# " + worker + " on Fashion-MNIST"));
+  auto doc = yaml_to_json(yaml, "profile");
+  ASSERT_TRUE(doc) << doc.error().message;
+  const json& models = (*doc)["models"];
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0]["image"], "depl.dev/pytorch-fashion-mnist:0.1");
+  // Compute and size from the worker's own lines: the quarter-width CNN costs more than eighth.
+  EXPECT_GT(models[0]["computePerSampleGflop"].get<double>(),
+            models[1]["computePerSampleGflop"].get<double>());
+  EXPECT_GT(models[0]["parameterBytes"].get<double>(), models[1]["parameterBytes"].get<double>());
+  ASSERT_EQ((*doc)["switching"].size(), 1u);
+  auto problem = solver::parse_job_json(job_with(*doc, 300));
+  ASSERT_TRUE(problem) << problem.error().joined();
+  EXPECT_EQ(problem->models.size(), 2u);
 }
 
 TEST(ProfileCommand, BadFlagsAreBadInput) {

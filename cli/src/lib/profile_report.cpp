@@ -46,11 +46,11 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
   std::string out;
   out += fmt::format("# Measured with:\n#   {}\n", command);
   out += fmt::format(
-      "# depl-reference-worker on Fashion-MNIST from {}:\n# {} clean training samples per "
+      "# {} on Fashion-MNIST from {}:\n# {} clean training samples per "
       "epoch, validation loss over {} test images; {} run(s) of\n# {} epochs per variant, seeds "
       "{}..{}. Fitted as in docs/depl-model.md section 6.\n# referenceSamples is the data it was "
       "measured on. {}\n",
-      r.data_dir, r.samples, r.validation_samples, r.runs, r.epochs, r.seed,
+      r.worker, r.data_dir, r.samples, r.validation_samples, r.runs, r.epochs, r.seed,
       r.seed + static_cast<std::uint64_t>(r.runs) - 1,
       r.exponent_samples > 0
           ? fmt::format("dataExponent from the floor fitted again on\n# {} samples: "
@@ -64,15 +64,15 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
     const solver::LossProfile& p = v.fit.profile;
     const double points = static_cast<double>(r.epochs + 1);
     out += fmt::format(
-        "  # {}: hidden width {}, fit RMS error {:.4f} on the mean curve, {:.3f} s per epoch "
-        "here\n",
-        v.name, number(v.width), std::sqrt(v.fit.squared_error / points), v.epoch_seconds);
+        "  # {}: {}fit RMS error {:.4f} on the mean curve, {:.3f} s per epoch here\n", v.name,
+        v.width > 0 ? fmt::format("hidden width {}, ", number(v.width)) : std::string(),
+        std::sqrt(v.fit.squared_error / points), v.epoch_seconds);
     if (v.exponent_samples > 0) {
       out += fmt::format("  # {}: floor {:.4f} on {} samples, {:.4f} on {}\n", v.name, p.floor_loss,
                          r.samples, v.exponent_floor, v.exponent_samples);
     }
     out += fmt::format("  - name: {}\n", v.name);
-    out += "    image: depl.dev/reference-worker:0.1\n";
+    out += fmt::format("    image: {}\n", r.image);
     out += fmt::format("    computePerSampleGflop: {}\n", rounded(v.compute_per_sample_gflop));
     out += fmt::format("    parameterBytes: {}\n", number(v.parameter_bytes));
     out += "    lossProfile:\n";

@@ -25,7 +25,7 @@ std::vector<std::string> worker_arguments(const ProfileRun& run, std::size_t ste
   const std::string shards =
       nlohmann::json{{"shards", {{{"name", kShardName}, {"samples", run.samples}}}}}.dump();
   std::vector<std::string> args = {"--data-dir",     run.data_dir,
-                                   "--variant",      s.variant,
+                                   "--model",        s.variant,
                                    "--epochs",       std::to_string(s.epochs),
                                    "--start-epoch",  std::to_string(s.start_epoch),
                                    "--shards",       shards,
@@ -54,9 +54,14 @@ Expected<std::vector<EpochLine>> parse_epoch_lines(std::string_view output) {
         !line.contains("loss") || !line["loss"].is_number()) {
       return error(fmt::format("the worker printed an unexpected line: {}", text));
     }
-    const auto seconds = line.find("seconds");
+    auto number = [&](const char* key) -> std::optional<double> {
+      const auto it = line.find(key);
+      if (it == line.end() || !it->is_number()) return std::nullopt;
+      return it->get<double>();
+    };
     lines.push_back({line["epoch"].get<int>(), line["loss"].get<double>(),
-                     seconds != line.end() && seconds->is_number() ? seconds->get<double>() : 0.0});
+                     number("seconds").value_or(0.0), number("computePerSampleGflop"),
+                     number("parameterBytes")});
   }
   return lines;
 }

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "depl/common/kubernetes_names.hpp"
 #include "depl/worker/fashion_mnist.hpp"
-#include "depl/worker/mlp.hpp"
 #include "depl/worker/variant.hpp"
 
 #include "depl/cli/local_run_executor.hpp"
@@ -18,12 +18,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kImagePixels = 28 * 28;
-
-Expected<worker::Variant> variant_named(const std::string& name, const char* what) {
-  auto variant = worker::variant_from_name(name);
-  if (!variant) return error(fmt::format("{} \"{}\": {}", what, name, variant.error().message));
-  return variant;
+// Names a variant may have: they name the runs' pods and checkpoint directories.
+std::string name_problem(const ProfileRequest& r, const std::string& name) {
+  if (!r.known_variants.empty()) {
+    if (std::find(r.known_variants.begin(), r.known_variants.end(), name) !=
+        r.known_variants.end()) {
+      return "";
+    }
+    std::string known;
+    for (const auto& v : r.known_variants) known += (known.empty() ? "" : ", ") + v;
+    return fmt::format("not a variant of {} (known: {})", r.worker, known);
+  }
+  if (name.size() > 40 || !has_dns1123_label_form(name)) {
+    return "a variant's name must be a DNS-1123 label of at most 40 characters (lower case "
+           "letters, digits, '-'): it names the profiling pods";
+  }
+  return "";
 }
 
 ProfileRun variant_run(const ProfileRequest& r, const std::string& name, int samples, int k) {
@@ -75,21 +85,24 @@ ProfileRun switch_run(const ProfileRequest& r, std::size_t index, int k) {
 Expected<VariantProfile> fit_variant(const ProfileRequest& r, const std::string& name, int samples,
                                      const std::vector<ProfileRun>& runs,
                                      const std::vector<RunOutput>& outputs) {
-  auto variant = variant_named(name, "--variants");
-  if (!variant) return unexpected(variant.error());
   VariantProfile out;
   out.name = name;
-  out.width = variant->width;
-  const worker::MlpShape shape{kImagePixels, variant->hidden_units(), worker::kFashionMnistClasses};
-  const double parameters = static_cast<double>(shape.parameter_count());
-  out.compute_per_sample_gflop = 6 * parameters * 1e-9;
-  out.parameter_bytes = 4 * parameters;
+  if (!r.known_variants.empty()) {
+    if (auto variant = worker::variant_from_name(name)) out.width = variant->width;
+  }
+  bool costed = false;
   double seconds = 0;
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const StepOutput& lines = outputs[k].at(0);
     if (lines.size() != static_cast<std::size_t>(r.epochs) + 1) {
       return error(fmt::format("{}: the worker reported {} epochs, expected {}", runs[k].label,
                                static_cast<int>(lines.size()) - 1, r.epochs));
+    }
+    for (const EpochLine& line : lines) {
+      if (costed || !line.compute_per_sample_gflop || !line.parameter_bytes) continue;
+      out.compute_per_sample_gflop = *line.compute_per_sample_gflop;
+      out.parameter_bytes = *line.parameter_bytes;
+      costed = true;
     }
     out.initial_losses.push_back(lines.front().loss);
     std::vector<double> losses;
@@ -98,6 +111,12 @@ Expected<VariantProfile> fit_variant(const ProfileRequest& r, const std::string&
       seconds += lines[t].seconds;
     }
     out.runs.push_back(std::move(losses));
+  }
+  if (!costed || !(out.compute_per_sample_gflop > 0) || !(out.parameter_bytes >= 0)) {
+    return error(fmt::format(
+        "{}: {} printed no computePerSampleGflop (> 0) and parameterBytes in its epoch lines; a "
+        "worker states its model's cost there (docs/worker-contract.md section 6)",
+        name, r.worker));
   }
   out.epoch_seconds = seconds / (r.runs * r.epochs);
   double initial = 0;
@@ -143,6 +162,11 @@ Expected<SwitchProfile> fit_switch(const SwitchPoint& point, const std::vector<P
 
 }  // namespace
 
+const std::vector<std::string>& reference_worker_variants() {
+  static const std::vector<std::string> names = {"full", "half", "quarter", "eighth"};
+  return names;
+}
+
 void set_data_exponent(VariantProfile& variant, int samples, int other_samples,
                        double other_floor) {
   variant.exponent_samples = other_samples;
@@ -185,8 +209,8 @@ Expected<void> validate_profile_request(const ProfileRequest& r) {
   std::vector<std::string> problems;
   if (r.variants.empty()) problems.emplace_back("--variants: name at least one variant");
   for (const auto& v : r.variants) {
-    if (auto variant = worker::variant_from_name(v); !variant) {
-      problems.push_back(fmt::format("--variants: \"{}\": {}", v, variant.error().message));
+    if (const std::string problem = name_problem(r, v); !problem.empty()) {
+      problems.push_back(fmt::format("--variants: \"{}\": {}", v, problem));
     }
   }
   for (std::size_t i = 0; i < r.variants.size(); ++i) {
@@ -221,9 +245,9 @@ Expected<void> validate_profile_request(const ProfileRequest& r) {
   }
   for (const auto& s : r.switches) {
     for (const std::string* name : {&s.from, &s.to}) {
-      if (auto variant = worker::variant_from_name(*name); !variant) {
-        problems.push_back(fmt::format("--switch {}:{}@{}: \"{}\": {}", s.from, s.to, s.epoch,
-                                       *name, variant.error().message));
+      if (const std::string problem = name_problem(r, *name); !problem.empty()) {
+        problems.push_back(
+            fmt::format("--switch {}:{}@{}: \"{}\": {}", s.from, s.to, s.epoch, *name, problem));
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,7 @@
 
 namespace depl::cli {
 
-// One invocation of depl-reference-worker.
+// One invocation of a worker in its standalone mode (docs/worker-contract.md section 6).
 struct WorkerStep {
   std::string what;  // for messages: "training eighth", "converting to full"
   std::string variant;
@@ -46,11 +47,14 @@ struct ProfileRun {
 std::vector<std::string> worker_arguments(const ProfileRun& run, std::size_t step,
                                           const std::string& checkpoint_dir);
 
-// One reported epoch: the worker's JSON line {"epoch","loss","seconds",...}.
+// One reported epoch: the worker's JSON line {"epoch","loss","seconds",...}, with the model's
+// cost when the worker states it (computePerSampleGflop, parameterBytes).
 struct EpochLine {
   int epoch = 0;
   double loss = 0;
   double seconds = 0;
+  std::optional<double> compute_per_sample_gflop;
+  std::optional<double> parameter_bytes;
 };
 
 // The epoch lines of a worker's output. Lines that start with '{' must be epoch lines; other

@@ -1,9 +1,10 @@
-// `kubectl-depl profile`: the estimation step of docs/depl-model.md section 6 on the reference
-// worker. Runs K short seeded trainings per variant of depl-reference-worker (on a clean shard of
-// N Fashion-MNIST samples) through a ProfileRunExecutor, in this process or as pods, fits each
-// variant's loss profile with solver::fit_loss_profile, and measures each requested switch (train
-// FROM for EPOCH epochs, convert the checkpoint to TO, evaluate) to fit its loss jump with
-// solver::fit_switch_jump.
+// `kubectl-depl profile`: the estimation step of docs/depl-model.md section 6 on any worker that
+// follows the standalone half of the worker contract (docs/worker-contract.md section 6): the
+// reference worker, or e.g. the PyTorch example. Runs K short seeded trainings per variant (on a
+// clean shard of N Fashion-MNIST samples) through a ProfileRunExecutor (in this process, as a
+// local command, or as pods), fits each variant's loss profile with solver::fit_loss_profile, and
+// measures each requested switch (train FROM for EPOCH epochs, convert the checkpoint to TO,
+// evaluate) to fit its loss jump with solver::fit_switch_jump.
 #pragma once
 
 #include <cstdint>
@@ -40,16 +41,24 @@ struct ProfileRequest {
   // Where the worker reads Fashion-MNIST: on this machine, or inside the pods in a cluster.
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string work_dir;  // local runs: switch checkpoints; must exist and be writable
+  // The variants the worker knows (names are checked against them before any run); empty for a
+  // worker the command does not know: any DNS-1123 label is a name then.
+  std::vector<std::string> known_variants{"full", "half", "quarter", "eighth"};
+  std::string worker = "depl-reference-worker";         // names the worker in the YAML's comments
+  std::string image = "depl.dev/reference-worker:0.1";  // each model's `image` in the YAML
 };
+
+// The reference worker's variants (the default of ProfileRequest::known_variants).
+const std::vector<std::string>& reference_worker_variants();
 
 // Checks the numbers and names before any training starts (every problem, one per line).
 Expected<void> validate_profile_request(const ProfileRequest& request);
 
 struct VariantProfile {
   std::string name;
-  double width = 1;                       // hidden width as a fraction of the full variant
-  double compute_per_sample_gflop = 0;    // forward + backward: 6 FLOP per parameter
-  double parameter_bytes = 0;             // float32 gradients exchanged per step
+  double width = 0;  // the reference worker's hidden width as a fraction of full; 0: unknown
+  double compute_per_sample_gflop = 0;    // forward + backward, as the worker's lines state it
+  double parameter_bytes = 0;             // float32 gradients exchanged per step, likewise
   std::vector<double> initial_losses;     // per run, before the first epoch
   std::vector<std::vector<double>> runs;  // runs[k][t]: validation loss after epoch t+1
   double epoch_seconds = 0;               // mean wall time of one training epoch here
