@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -52,6 +53,8 @@ struct ClusterSetup {
   // Changes the chart's ServiceAccount, roles and bindings before they are created, e.g. to take
   // a permission away.
   std::function<void(std::vector<json>&)> edit_rbac;
+  // Images that run something else than depl-sim-worker (image without tag -> executable).
+  std::map<std::string, std::string> image_map;
 };
 
 class ControllerE2e : public ::testing::Test {
