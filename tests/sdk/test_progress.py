@@ -1,20 +1,41 @@
-"""The progress protocol's client side: the request, answers, retries with Retry-After, final
-4xx, and giving a report up at its deadline without stopping."""
+"""The progress protocol's client side: the request, answers, retries with backoff and
+Retry-After until the retry deadline (on a fake clock that the fake sleep moves), final 4xx."""
 
 import socket
-import threading
 
 import pytest
 from conftest import Answer
 
-from depl.errors import ProgressRejected
-from depl.progress import (Action, Endpoint, ProgressReporter, TransientError, parse_retry_after,
-                           post_report, report_body)
+from depl.errors import ProgressRejected, ProgressUnreachable
+from depl.progress import (Action, Endpoint, ProgressClient, TransientError, parse_retry_after,
+                           post_report, report_body, wait_before_retry)
 
 
-def reporter(url, deadline=30.0, **kw):
-    return ProgressReporter(url, "secret-token", 1, deadline=deadline, first_backoff=0.01,
-                            max_backoff=0.05, attempt_timeout=2.0, **kw)
+class FakeTime:
+    """A clock that only sleep() moves, so retries over minutes take no time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def client(url, time, retry_for=300.0):
+    return ProgressClient(url, "secret-token", 1, retry_for=retry_for, attempt_timeout=2.0,
+                          clock=time.clock, sleep=time.sleep)
+
+
+def unused_port():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def test_one_report_carries_the_token_and_the_contracts_body(endpoint_factory):
@@ -60,65 +81,50 @@ def test_retry_after_parsing():
         assert parse_retry_after(value) is None
 
 
-def test_reports_are_retried_through_an_outage_and_delivered_in_order(endpoint_factory):
-    failures = {"left": 4}
-    lock = threading.Lock()
-
-    def answer(report):
-        with lock:
-            if failures["left"] > 0:
-                failures["left"] -= 1
-                return Answer(503, "standby", {"Retry-After": "0"})
-        return Answer()
-
-    e = endpoint_factory(answer)
-    r = reporter(e.url)
-    first, second = r.post(1, 0.9), r.post(2, 0.8)
-    assert r.wait(second, 30) is Action.CONTINUE and first.action is Action.CONTINUE
-    assert [b["epoch"] for b in e.reports()] == [1, 1, 1, 1, 1, 2]
-    r.close()
+def test_a_report_outlasts_a_controller_away_for_minutes(endpoint_factory):
+    time = FakeTime()
+    e = endpoint_factory(lambda r: Answer(503, "restarting") if time.now < 120 else Answer())
+    assert client(e.url, time).post(4, 0.5) is Action.CONTINUE
+    assert time.now >= 120 and all(b["epoch"] == 4 for b in e.reports())
+    # Backoff from 200 ms, doubling up to 10 s between attempts.
+    assert time.sleeps[:7] == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0])
+    assert max(time.sleeps) == 10.0
 
 
-def test_an_unreachable_endpoint_never_fails_a_report_it_drops_it_at_its_deadline():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    now = {"t": 0.0}
-    r = reporter(f"http://127.0.0.1:{port}/p", deadline=5.0, clock=lambda: now["t"])
-    pending = r.post(1, 0.5)
-    assert r.wait(pending, 0.05) is None  # no answer yet: training goes on
-    now["t"] = 10.0  # past the deadline: the next retry gives it up
-    r.flush()
-    assert pending.action is None and r.backlog() == 0
-    r.close()
+def test_retry_after_is_honoured_when_longer_than_the_backoff(endpoint_factory):
+    time = FakeTime()
+    e = endpoint_factory(lambda r: Answer(429, "slow down", {"Retry-After": "3"})
+                         if len(e.requests) < 3 else Answer())
+    assert client(e.url, time).post(1, 0.5) is Action.CONTINUE
+    assert time.sleeps == [3.0, 3.0]
+    assert wait_before_retry(0.2, 500.0) == 60.0 and wait_before_retry(12.0, 3.0) == 12.0
+    assert wait_before_retry(0.4, None) == 0.4
 
 
-def test_a_4xx_stops_the_reporter_and_is_raised_to_the_worker(endpoint_factory):
+def test_an_unreachable_endpoint_is_given_up_at_the_retry_deadline():
+    time = FakeTime()
+    c = client(f"http://127.0.0.1:{unused_port()}/p", time, retry_for=30.0)
+    with pytest.raises(ProgressUnreachable, match="did not take the report of epoch 2 within 30 s"
+                       ) as caught:
+        c.post(2, 0.5)
+    assert caught.value.exit_code == 75
+    assert time.now == pytest.approx(30.0)  # the last attempt is made at the deadline, not after
+    assert sum(time.sleeps) == pytest.approx(30.0)
+
+
+def test_no_retry_with_a_deadline_of_zero():
+    time = FakeTime()
+    with pytest.raises(ProgressUnreachable, match="1 attempt"):
+        client(f"http://127.0.0.1:{unused_port()}/p", time, retry_for=0).post(1, 0.5)
+    assert time.sleeps == []
+
+
+def test_a_4xx_is_not_retried(endpoint_factory):
+    time = FakeTime()
     e = endpoint_factory(lambda report: Answer(401, "wrong token"))
-    r = reporter(e.url)
-    pending = r.post(1, 0.5)
     with pytest.raises(ProgressRejected, match="HTTP 401"):
-        r.wait(pending, 30)
-    with pytest.raises(ProgressRejected):
-        r.post(2, 0.4)
-    r.close()
-
-
-def test_a_late_checkpoint_and_exit_is_remembered(endpoint_factory):
-    gate = threading.Event()
-
-    def answer(report):
-        gate.wait(30)
-        return Answer(body={"action": "checkpointAndExit"})
-
-    e = endpoint_factory(answer)
-    r = reporter(e.url)
-    pending = r.post(3, 0.5)
-    assert r.wait(pending, 0.01) is None and not r.stop_answered
-    gate.set()
-    r.flush()
-    assert r.stop_answered and pending.action is Action.CHECKPOINT_AND_EXIT
-    r.close()
+        client(e.url, time).post(1, 0.5)
+    assert len(e.requests) == 1 and time.sleeps == []
 
 
 def test_urls_are_checked():

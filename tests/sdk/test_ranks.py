@@ -2,6 +2,7 @@
 rank, every rank stops after the same epoch, and a rank that dies or fails stops the others
 within the peer timeout with an error naming it."""
 
+import json
 import socket
 import subprocess
 import time
@@ -72,3 +73,18 @@ def test_under_the_operator_every_rank_stops_after_the_epoch_the_controller_ends
     for _, err in outputs:
         assert "event=checkpoint_and_exit epoch=2" in err
     assert [r["epoch"] for r in e.reports()] == [1, 2]  # rank 0 alone reports
+
+
+def test_under_the_operator_an_unreachable_endpoint_stops_every_rank_with_exit_75(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1/progress"  # nobody listens there
+    env = operator_env(tmp_path, url, DEPL_EPOCHS="5", DEPL_PROGRESS_RETRY_SECONDS="2",
+                       DEPL_PEER_TIMEOUT_SECONDS="1", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(free_port()))
+    ranks = [start_rank(r, env, []) for r in (0, 1)]
+    outputs = [p.communicate(timeout=120) for p in ranks]
+    # Rank 1 waited for rank 0's decision longer than its peer timeout (the retry deadline
+    # extends it), and both stop after epoch 1 with the contract's code.
+    assert [p.returncode for p in ranks] == [75, 75], outputs
+    assert [json.loads(l)["epoch"] for l in outputs[0][0].splitlines()] == [1]
+    assert "did not take the report of epoch 1 within 2 s" in outputs[0][1]
+    assert "rank 0: " in outputs[1][1] and "within 2 s" in outputs[1][1]

@@ -21,11 +21,11 @@ imported only where it is used.
 from .config import OperatorInfo, RunConfig, parse_run_config
 from .context import Context, Shard
 from .convert import convert_width, width_scaled
-from .errors import (CheckpointError, ConfigError, PeerLost, ProgressRejected, UsageError,
-                     WorkerError)
+from .errors import (CheckpointError, ConfigError, PeerLost, ProgressRejected,
+                     ProgressUnreachable, UsageError, WorkerError)
 from .runner import run, run_worker
 
 __all__ = ["CheckpointError", "ConfigError", "Context", "OperatorInfo", "PeerLost",
-           "ProgressRejected", "RunConfig", "Shard", "UsageError", "WorkerError", "convert_width",
+           "ProgressRejected", "ProgressUnreachable", "RunConfig", "Shard", "UsageError", "WorkerError", "convert_width",
            "parse_run_config", "run", "run_worker", "width_scaled"]
 __version__ = "0.1.0"

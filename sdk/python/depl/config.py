@@ -15,7 +15,8 @@ from . import env as envvars
 from .errors import ConfigError
 
 DEFAULT_PEER_TIMEOUT_SECONDS = 120.0
-DEFAULT_PROGRESS_DEADLINE_SECONDS = 300.0
+DEFAULT_PROGRESS_RETRY_SECONDS = 300
+MAX_PROGRESS_RETRY_SECONDS = 7 * 24 * 3600
 MAX_WORLD_SIZE = 4096
 
 
@@ -50,7 +51,7 @@ class RunConfig:
     master_addr: str = "127.0.0.1"
     master_port: int = 0
     peer_timeout: float = DEFAULT_PEER_TIMEOUT_SECONDS
-    progress_deadline: float = DEFAULT_PROGRESS_DEADLINE_SECONDS
+    progress_retry: int = DEFAULT_PROGRESS_RETRY_SECONDS  # seconds a report is retried
     threads: int = 1
     device: str = "auto"
     operator: OperatorInfo | None = None
@@ -201,8 +202,7 @@ def _apply_operator_environment(config: RunConfig, env: Mapping[str, str],
     token = envvars.required(env, "DEPL_PROGRESS_TOKEN", "the job's token (from its Secret)")
     profile = envvars.json_object(env, "DEPL_LOSS_PROFILE", "the loss profile the plan assumed")
     config.operator = OperatorInfo(job, namespace, phase, url, token, profile)
-    config.progress_deadline = envvars.number(env, "DEPL_PROGRESS_DEADLINE_SECONDS",
-                                              DEFAULT_PROGRESS_DEADLINE_SECONDS, 1.0)
+    config.progress_retry = _progress_retry(env)
     if config.nproc != 1:
         raise ConfigError("--nproc: the operator starts one pod per rank; drop --nproc when "
                           "DEPL_JOB is set")
@@ -251,6 +251,17 @@ def parse_run_config(argv: Sequence[str], env: Mapping[str, str], *, prog: str =
             raise ConfigError(f"--nproc: WORLD_SIZE={config.world_size} is set already (a "
                               "launcher such as torchrun started this rank); drop one of them")
     return config
+
+
+def _progress_retry(env: Mapping[str, str]) -> int:
+    """DEPL_PROGRESS_RETRY_SECONDS: whole seconds in [0, 604800], as every worker reads it."""
+    value = env.get("DEPL_PROGRESS_RETRY_SECONDS", "")
+    if not value:
+        return DEFAULT_PROGRESS_RETRY_SECONDS
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_PROGRESS_RETRY_SECONDS:
+        raise ConfigError(f"DEPL_PROGRESS_RETRY_SECONDS: want whole seconds in "
+                          f"[0, {MAX_PROGRESS_RETRY_SECONDS}], got '{value}'")
+    return int(value)
 
 
 def _check_device(value: str, where: str) -> str:

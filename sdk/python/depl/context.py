@@ -17,23 +17,24 @@ from typing import Any, Callable, Iterator, TextIO
 
 from . import checkpoint as checkpoints
 from .config import OperatorInfo, RunConfig
-from .errors import CheckpointError, UsageError, WorkerError
-from .progress import ATTEMPT_TIMEOUT_SECONDS, Action, ProgressReporter
+from .errors import CheckpointError, ProgressUnreachable, UsageError, WorkerError
+from .progress import Action, ProgressClient
 
 log = logging.getLogger("depl")
 
 # convert(state, from_model, to_model) -> state: brings a checkpoint's state to another variant.
 Converter = Callable[[Any, str, str], Any]
 
-# The decision rank 0 sends every rank at the end of an epoch.
-_GO_ON, _STOP, _STOP_BY_CONTROLLER, _FAILED = 0, 1, 2, 3
+# The decision rank 0 sends every rank at the end of an epoch; _UNREACHABLE: the progress
+# endpoint did not take the report within the retry deadline (every rank exits 75).
+_GO_ON, _STOP, _STOP_BY_CONTROLLER, _FAILED, _UNREACHABLE = 0, 1, 2, 3, 4
 
 
 class Context:
     """One rank's view of the run. Build it with ``depl.run``; tests may build it directly."""
 
     def __init__(self, config: RunConfig, *, device: Any, distributed: Any,
-                 reporter: ProgressReporter | None = None, convert: Converter | None = None,
+                 reporter: ProgressClient | None = None, convert: Converter | None = None,
                  out: TextIO | None = None) -> None:
         self._config = config
         self._device = device
@@ -220,6 +221,8 @@ class Context:
         It ends after the planned last epoch unless the controller answered ``continue`` there
         (the plan grew), and earlier when it answered ``checkpointAndExit``: every rank stops after
         the same epoch. Each epoch must end with ``ctx.report(epoch, loss)`` on every rank.
+        When the progress endpoint does not take a report within DEPL_PROGRESS_RETRY_SECONDS,
+        ``ctx.report`` raises ProgressUnreachable on every rank (the worker exits 75).
         """
         if self._iterating:
             raise UsageError("ctx.epochs() can be iterated only once per run")
@@ -261,8 +264,10 @@ class Context:
         """Ends `epoch` with its validation loss, on every rank. Collective.
 
         Rank 0 prints the epoch's JSON line (``epoch``, ``loss``, ``seconds``, ``variant`` and
-        `metrics`) and, under the operator, posts the report; every rank then receives the same
-        decision. Returns True when training goes on after this epoch.
+        `metrics`) and, under the operator, posts the report and waits for the answer (retrying
+        until DEPL_PROGRESS_RETRY_SECONDS); every rank then receives the same decision. Returns
+        True when training goes on after this epoch; raises ProgressUnreachable on every rank
+        when the endpoint did not take the report in time (save the checkpoint first).
         """
         try:
             value = float(loss)
@@ -288,13 +293,17 @@ class Context:
             self._print_line(epoch, value, seconds, metrics)
             try:
                 code = self._decide(epoch, value)
+            except ProgressUnreachable as e:
+                failure, code = e, _UNREACHABLE
             except WorkerError as e:  # every rank stops with rank 0's reason
                 failure, code = e, _FAILED
         code = self._dist.broadcast_code(code)
-        if code == _FAILED:
+        if code in (_FAILED, _UNREACHABLE):
             message = self._dist.broadcast_object(str(failure) if failure else None)
             if failure is not None:
                 raise failure
+            if code == _UNREACHABLE:
+                raise ProgressUnreachable(f"rank 0: {message}")
             raise WorkerError(f"rank 0 stopped: {message}")
         self._reported = epoch
         self._stop = code != _GO_ON
@@ -305,19 +314,10 @@ class Context:
         planned = _STOP if epoch >= self.end_epoch else _GO_ON
         if self._reporter is None:
             return planned
-        pending = self._reporter.post(epoch, loss)
-        # When earlier reports are still waiting (the controller is away), training goes on
-        # without waiting for this one; otherwise the answer normally comes within milliseconds.
-        wait = 0.0 if self._reporter.backlog() > 1 else min(ATTEMPT_TIMEOUT_SECONDS,
-                                                              self._config.peer_timeout / 2)
-        action = self._reporter.wait(pending, wait)
-        if action is Action.CHECKPOINT_AND_EXIT or self._reporter.stop_answered:
+        action = self._reporter.post(epoch, loss)
+        if action is Action.CHECKPOINT_AND_EXIT:
             return _STOP_BY_CONTROLLER
-        if action is Action.CONTINUE:
-            return _GO_ON  # also past the planned end: the plan grew
-        log.warning("event=progress_unanswered epoch=%d detail=%r", epoch,
-                    "stopping at the planned end" if planned == _STOP else "training goes on")
-        return planned
+        return _GO_ON  # also past the planned end: the plan grew
 
     def _print_line(self, epoch: int, loss: float, seconds: float, metrics: dict) -> None:
         line = {"epoch": epoch, "loss": loss, "seconds": round(seconds, 6), "variant": self.model}

@@ -4,7 +4,8 @@ telling a dead peer apart from other failures.
 
 Rank 0 hosts the rendezvous store. Every rank bumps a heartbeat counter in it from a background
 thread and leaves a note there when it fails, so that when a collective fails (a peer's sockets
-closed) or times out (``peer_timeout``), the survivors can say which rank is gone.
+closed) or times out (``peer_timeout``, plus ``decision_wait`` under the operator, where the
+other ranks wait for rank 0's report to be taken), the survivors can say which rank is gone.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class Distributed:
     """The process group of one rank, set up in the constructor and torn down by close()."""
 
     def __init__(self, *, world_size: int, rank: int, master_addr: str, master_port: int,
-                 peer_timeout: float, device: Any, store: Any = None) -> None:
+                 peer_timeout: float, device: Any, store: Any = None,
+                 decision_wait: float = 0.0) -> None:
         import torch.distributed as dist
 
         self.world_size = world_size
@@ -110,9 +112,9 @@ class Distributed:
 
             torch.cuda.set_device(device)
         try:
+            timeout = datetime.timedelta(seconds=peer_timeout + decision_wait)
             dist.init_process_group(self.backend, store=self.store, rank=rank,
-                                    world_size=world_size,
-                                    timeout=datetime.timedelta(seconds=peer_timeout))
+                                    world_size=world_size, timeout=timeout)
         except Exception as e:
             raise WorkerError(f"torch.distributed ({self.backend}, rank {rank} of {world_size}) "
                               f"did not start: {e}") from None

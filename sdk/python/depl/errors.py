@@ -1,7 +1,8 @@
 """The failures a worker reports, each with the exit code the worker contract gives it.
 
 A ``ConfigError`` is a bad setting (exit 2, the message names the variable or flag); every other
-``WorkerError`` is a runtime failure (exit 1, the message names the file, rank or endpoint).
+``WorkerError`` is a runtime failure (exit 1, the message names the file, rank or endpoint),
+except ``ProgressUnreachable`` (exit 75, which the controller does not count as a failure).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_CONFIG = 2
+EXIT_PROGRESS_UNREACHABLE = 75  # EX_TEMPFAIL
 
 
 class WorkerError(Exception):
@@ -29,6 +31,13 @@ class CheckpointError(WorkerError):
 
 class ProgressRejected(WorkerError):
     """The progress endpoint answered a final 4xx (wrong token, job deleted, ...) (exit 1)."""
+
+
+class ProgressUnreachable(WorkerError):
+    """The progress endpoint did not take a report within DEPL_PROGRESS_RETRY_SECONDS (exit 75):
+    the checkpoint holds the epoch, and the controller restarts the phase from it."""
+
+    exit_code = EXIT_PROGRESS_UNREACHABLE
 
 
 class PeerLost(WorkerError):

@@ -1,10 +1,10 @@
 """The progress protocol (docs/worker-contract.md section 3), rank 0's side.
 
-``post_report`` is one HTTP attempt. ``ProgressReporter`` sends reports in order from a background
-thread and retries each with exponential backoff (honouring ``Retry-After`` on 429 and 503) until
-that report's deadline: an unreachable or restarting controller never stops training, and a
-report still undelivered at its deadline is dropped with a warning (the next one catches up).
-4xx answers are final: the reporter stops and the worker fails with the controller's message.
+``post_report`` is one HTTP attempt. ``ProgressClient.post`` delivers one report: it retries
+connection errors, timeouts, 5xx and 429 with exponential backoff (honouring ``Retry-After`` on
+429 and 503) until the retry deadline, ``DEPL_PROGRESS_RETRY_SECONDS`` after the first attempt,
+and raises ``ProgressUnreachable`` (exit 75) when the endpoint has not taken the report by then.
+4xx answers are final (``ProgressRejected``, exit 1 with the controller's message).
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ import enum
 import http.client
 import json
 import logging
-import threading
 import time
 import urllib.parse
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
-from .errors import ConfigError, ProgressRejected
+from .errors import ConfigError, ProgressRejected, ProgressUnreachable
 
 log = logging.getLogger("depl")
 
@@ -132,137 +130,65 @@ def post_report(endpoint: Endpoint, token: str, body: bytes,
     return parse_answer(answer)
 
 
-@dataclass
-class PendingReport:
-    """One report on its way; ``answered`` is set once it is answered, dropped or abandoned."""
-
-    epoch: int
-    body: bytes
-    deadline: float
-    answered: threading.Event = field(default_factory=threading.Event)
-    action: Action | None = None
+def wait_before_retry(backoff: float, retry_after: float | None) -> float:
+    """The wait before the next attempt: the backoff, or the endpoint's Retry-After when longer
+    (at most MAX_RETRY_AFTER_SECONDS of it)."""
+    if retry_after is None:
+        return backoff
+    return max(backoff, min(retry_after, MAX_RETRY_AFTER_SECONDS))
 
 
-class ProgressReporter:
-    """Delivers reports in order from one background thread, each until its own deadline."""
+class ProgressClient:
+    """Rank 0's reports to the job's progress endpoint, each delivered before training goes on."""
 
-    def __init__(self, url: str, token: str, phase: int, *, deadline: float,
+    def __init__(self, url: str, token: str, phase: int, *, retry_for: float,
                  first_backoff: float = FIRST_BACKOFF_SECONDS,
                  max_backoff: float = MAX_BACKOFF_SECONDS,
                  attempt_timeout: float = ATTEMPT_TIMEOUT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if retry_for < 0:
+            raise ConfigError(f"DEPL_PROGRESS_RETRY_SECONDS: want >= 0, got {retry_for}")
         self._endpoint = Endpoint.parse(url)
         self._token = token
         self._phase = phase
-        self._deadline = deadline
+        self._retry_for = retry_for
         self._first_backoff = first_backoff
         self._max_backoff = max_backoff
         self._attempt_timeout = attempt_timeout
         self._clock = clock
-        self._queue: deque[PendingReport] = deque()
-        self._changed = threading.Condition()
-        self._closing = False
-        self._rejected: ProgressRejected | None = None
-        self._stop_answered = False  # some answer said checkpointAndExit
-        self._thread = threading.Thread(target=self._deliver, name="depl-progress", daemon=True)
-        self._thread.start()
+        self._sleep = sleep
 
     @property
-    def stop_answered(self) -> bool:
-        """Whether the controller has answered checkpointAndExit to any report so far."""
-        with self._changed:
-            return self._stop_answered
+    def retry_for(self) -> float:
+        return self._retry_for
 
-    def backlog(self) -> int:
-        """Reports not yet answered, dropped or abandoned."""
-        with self._changed:
-            return len(self._queue)
+    def post(self, epoch: int, loss: float) -> Action:
+        """Reports `epoch` and returns the controller's answer.
 
-    def post(self, epoch: int, loss: float) -> PendingReport:
-        """Queues the report of `epoch` (the worker's rank 0 only)."""
-        self.raise_if_rejected()
-        report = PendingReport(epoch, report_body(self._phase, 0, epoch, loss),
-                               self._clock() + self._deadline)
-        with self._changed:
-            self._queue.append(report)
-            self._changed.notify_all()
-        return report
-
-    def wait(self, report: PendingReport, timeout: float) -> Action | None:
-        """The answer to `report` if it comes within `timeout` s; None otherwise (it stays queued)."""
-        report.answered.wait(timeout)
-        self.raise_if_rejected()
-        return report.action
-
-    def raise_if_rejected(self) -> None:
-        with self._changed:
-            if self._rejected is not None:
-                raise self._rejected
-
-    def flush(self) -> None:
-        """Waits until every queued report is answered or dropped at its deadline."""
-        with self._changed:
-            while self._queue and self._rejected is None:
-                self._changed.wait()
-        self.raise_if_rejected()
-
-    def close(self) -> None:
-        """Abandons what is queued and stops the thread."""
-        with self._changed:
-            self._closing = True
-            for report in self._queue:
-                report.answered.set()
-            self._queue.clear()
-            self._changed.notify_all()
-        self._thread.join()
-
-    def _deliver(self) -> None:
+        Raises ProgressRejected on a final answer, ProgressUnreachable when the endpoint has not
+        taken the report by the retry deadline (the last attempt is made at the deadline).
+        """
+        body = report_body(self._phase, 0, epoch, loss)
+        deadline = self._clock() + self._retry_for
         backoff = self._first_backoff
+        attempt = 0
         while True:
-            with self._changed:
-                while not self._queue and not self._closing:
-                    self._changed.wait()
-                if self._closing:
-                    return
-                report = self._queue[0]
+            attempt += 1
             try:
-                action = post_report(self._endpoint, self._token, report.body, self._attempt_timeout)
+                return post_report(self._endpoint, self._token, body, self._attempt_timeout)
             except ProgressRejected as e:
-                log.error("event=progress_rejected epoch=%d error=%r", report.epoch, str(e))
-                with self._changed:
-                    self._rejected = e
-                    for queued in self._queue:
-                        queued.answered.set()
-                    self._queue.clear()
-                    self._changed.notify_all()
-                return
+                log.error("event=progress_rejected epoch=%d error=%r", epoch, str(e))
+                raise
             except TransientError as e:
-                wait = backoff
-                if e.retry_after is not None:
-                    wait = max(backoff, min(e.retry_after, MAX_RETRY_AFTER_SECONDS))
-                with self._changed:
-                    if self._clock() + wait > report.deadline:
-                        log.warning("event=progress_dropped epoch=%d deadline_s=%g error=%r "
-                                    "detail=%r", report.epoch, self._deadline, str(e),
-                                    "training goes on; the next report catches up")
-                        self._finish(report, None)
-                        backoff = self._first_backoff
-                        continue
-                    log.warning("event=progress_retry epoch=%d wait_s=%.3g error=%r",
-                                report.epoch, wait, str(e))
-                    self._changed.wait_for(lambda: self._closing, timeout=wait)
+                now = self._clock()
+                if now >= deadline:
+                    raise ProgressUnreachable(
+                        f"the progress endpoint {self._endpoint.host}:{self._endpoint.port} did "
+                        f"not take the report of epoch {epoch} within {self._retry_for:g} s "
+                        f"(DEPL_PROGRESS_RETRY_SECONDS), {attempt} attempt(s): {e}") from None
+                wait = min(wait_before_retry(backoff, e.retry_after), deadline - now)
+                log.warning("event=progress_retry epoch=%d attempt=%d wait_s=%.3g error=%r",
+                            epoch, attempt, wait, str(e))
+                self._sleep(wait)
                 backoff = min(backoff * 2, self._max_backoff)
-                continue
-            with self._changed:
-                self._finish(report, action)
-            backoff = self._first_backoff
-
-    def _finish(self, report: PendingReport, action: Action | None) -> None:
-        # Called with self._changed held.
-        report.action = action
-        if action is Action.CHECKPOINT_AND_EXIT:
-            self._stop_answered = True
-        if self._queue and self._queue[0] is report:
-            self._queue.popleft()
-        report.answered.set()
-        self._changed.notify_all()

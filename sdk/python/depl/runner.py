@@ -4,7 +4,7 @@ One code path for every mode: the configuration comes from the flags (standalone
 contract's environment (under the operator); with ``--nproc N`` this process becomes rank 0 and
 starts ranks 1..N-1 as copies of itself; every rank joins torch.distributed, builds its
 ``Context`` and calls the training function. Exit codes: 0 done (or told to stop), 1 a runtime
-error, 2 a bad setting.
+error, 2 a bad setting, 75 the progress endpoint did not take a report in time.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
     """Runs `train` as one worker (and, with --nproc, its local ranks); returns the exit code."""
     _configure_logging(env)
     prog = prog or os.path.basename(sys.argv[0] or "worker")
-    distributed = reporter = None
+    distributed = reporter = None  # reporter: rank 0's ProgressClient under the operator
     children: list[subprocess.Popen] = []
     config: RunConfig | None = None
     try:
@@ -144,7 +144,7 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
         import torch
 
         from .distributed import Distributed
-        from .progress import ProgressReporter
+        from .progress import ProgressClient
 
         torch.set_num_threads(config.threads)
         device = _select_device(config)
@@ -159,12 +159,15 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
                                   wait_for_workers=False)
             children = _launch_local_ranks(config, argv, store.port)
             config.world_size, config.rank, config.master_port = config.nproc, 0, store.port
+        # Under the operator the other ranks wait for rank 0's decision after each epoch, which
+        # waits for the progress endpoint to take the report (up to the retry deadline).
         distributed = Distributed(world_size=config.world_size, rank=config.rank,
                                   master_addr=config.master_addr, master_port=config.master_port,
-                                  peer_timeout=config.peer_timeout, device=device, store=store)
+                                  peer_timeout=config.peer_timeout, device=device, store=store,
+                                  decision_wait=config.progress_retry if config.operator else 0)
         if config.operator is not None and config.rank == 0:
-            reporter = ProgressReporter(config.operator.progress_url, config.operator.progress_token,
-                                        config.operator.phase, deadline=config.progress_deadline)
+            reporter = ProgressClient(config.operator.progress_url, config.operator.progress_token,
+                                      config.operator.phase, retry_for=config.progress_retry)
         log.info("event=start model=%s epochs=%d start_epoch=%d datasets=%s mode=%s device=%s "
                  "threads=%d%s", config.model, config.epochs, config.start_epoch,
                  ",".join(config.datasets) or "-", "operator" if config.operator else "standalone",
@@ -176,8 +179,6 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
                       convert=convert)
         ctx.prepare()
         train(ctx)
-        if reporter is not None:
-            reporter.flush()  # the last reports decide the job: deliver them (up to the deadline)
         log.info("event=done rank=%d last_epoch=%s", config.rank, ctx._current)
         code = EXIT_OK
     except WorkerError as e:
@@ -190,8 +191,6 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
             traceback.print_exc(file=sys.stderr)
             code = _fail(prog, WorkerError(f"{type(e).__name__}: {e}"), distributed, config)
     finally:
-        if reporter is not None:
-            reporter.close()
         if distributed is not None:
             distributed.close()
     if children:
