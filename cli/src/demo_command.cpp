@@ -1,7 +1,9 @@
 // kubectl-depl demo: the whole product on one machine. Starts the embedded dev cluster (pods run
-// depl-sim-worker as local processes), runs the controller against it, applies the CRD and a
-// job, and shows the job live until it ends.
+// as local processes: a real trainer for the images that have one, depl-sim-worker for the
+// others), runs the controller against it, applies the CRD and a job, shows the job live until
+// it ends, then what ran, phase by phase.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -33,15 +35,19 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Pods of this image run depl-reference-worker (real training on Fashion-MNIST); every other
-// image runs the simulated worker unless --worker says otherwise.
+// Pods of these images train for real on Fashion-MNIST: depl-reference-worker, and the PyTorch
+// reference job's script (its shebang runs Debian's /usr/bin/python3, as the image's entrypoint
+// does); every other image runs the simulated worker unless --worker says otherwise.
 constexpr const char* kReferenceWorkerImage = "depl.dev/reference-worker";
+constexpr const char* kPytorchWorkerImage = "depl.dev/pytorch-fashion-mnist";
+constexpr const char* kPytorchWorkerScript = "examples/pytorch/train.py";
 
 struct DemoOptions {
   std::string pools = "examples/quickstart/pools.yaml";
   std::string job = "examples/quickstart/job.yaml";
   std::string crd = "crds/depl.dev_dependabletrainingjobs.yaml";
   std::string worker;  // default: depl-sim-worker next to this binary
+  std::vector<std::string> image_map;  // IMAGE=EXECUTABLE, over the defaults
   double epoch_seconds = 1.5;  // wall time of one simulated epoch (0: the worker's default)
   bool keep_running = false;
   double timeout_seconds = 300;
@@ -92,6 +98,44 @@ void add_sim_epoch_seconds(json& job, double seconds) {
   }
 }
 
+// What ran, phase by phase, from the losses the workers reported (status.progress.history): the
+// model, the workers, the epochs and the loss at the phase's first and last epoch. A phase that
+// goes on from the previous phase's last epoch on another model started from that checkpoint,
+// converted (a warm start); its first loss shows how much of the training it kept.
+void print_what_ran(const json& status) {
+  const auto plan = controller::plan_from_json(status);
+  const auto history = controller::progress_from_json(status).history;
+  if (history.empty()) return;
+  fmt::print("\nwhat ran (losses as the workers reported them):\n");
+  std::string previous_model;
+  int previous_epoch = 0;
+  for (std::size_t i = 0; i < history.size();) {
+    std::size_t j = i;
+    while (j + 1 < history.size() && history[j + 1].phase == history[i].phase) ++j;
+    const auto& first = history[i];
+    const auto& last = history[j];
+    std::string model = "?";
+    int workers = 0;
+    if (plan && first.phase >= 0 && static_cast<std::size_t>(first.phase) < plan->phases.size()) {
+      model = plan->phases[static_cast<std::size_t>(first.phase)].model;
+      workers = plan->phases[static_cast<std::size_t>(first.phase)].workers;
+    }
+    std::string start = "from scratch";
+    if (first.epoch > 1 && first.epoch == previous_epoch + 1) {
+      start = model == previous_model
+                  ? fmt::format("resumed from epoch {}'s checkpoint", previous_epoch)
+                  : fmt::format("warm start: epoch {}'s {} checkpoint converted to {}",
+                                previous_epoch, previous_model, model);
+    }
+    fmt::print("  phase {} {:<8} {} worker{}  epochs {:>2}-{:<2}  loss {:.4f} -> {:.4f}  ({})\n",
+               first.phase, model, workers, workers == 1 ? "" : "s", first.epoch, last.epoch,
+               first.loss, last.loss, start);
+    previous_model = model;
+    previous_epoch = last.epoch;
+    i = j + 1;
+  }
+}
+
 std::string status_line(const json& job) {
   const json& status = job.value("status", json::object());
   const json& progress = status.value("progress", json::object());
@@ -136,6 +180,16 @@ int run_demo(const DemoOptions& o) {
     return kExitBadInput;
   }
 
+  for (const std::string& entry : o.image_map) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || access(entry.c_str() + eq + 1, X_OK) != 0) {
+      fmt::print(stderr,
+                 "kubectl-depl demo: --image-map {}: want IMAGE=EXECUTABLE (an executable file)\n",
+                 entry);
+      return kExitBadInput;
+    }
+  }
+
   // The controller's and the cluster's logs go to a file: the terminal shows the job.
   char work_template[] = "/tmp/depl-demo-XXXXXX";
   const char* work_dir = mkdtemp(work_template);
@@ -165,6 +219,13 @@ int run_demo(const DemoOptions& o) {
     if (access(reference.c_str(), X_OK) == 0) {
       cluster_options.image_map[kReferenceWorkerImage] = reference;
     }
+    if (access(kPytorchWorkerScript, X_OK) == 0) {  // run from the repository root
+      cluster_options.image_map[kPytorchWorkerImage] = fs::absolute(kPytorchWorkerScript).string();
+    }
+  }
+  for (const std::string& entry : o.image_map) {  // checked above
+    const auto eq = entry.find('=');
+    cluster_options.image_map[entry.substr(0, eq)] = fs::absolute(entry.substr(eq + 1)).string();
   }
   auto cluster = devcluster::DevCluster::start(cluster_options);
   if (!cluster) {
@@ -266,6 +327,14 @@ int run_demo(const DemoOptions& o) {
         fmt::print("{}{} x{} on {} ({} workers)", i ? " -> " : "", p.model, p.epochs, p.pool,
                    p.workers);
       }
+      std::vector<std::string> dropped;  // the job's datasets the plan leaves out
+      for (const json& d : (*job)["spec"].value("datasets", json::array())) {
+        const std::string name = d.value("name", "");
+        if (std::find(plan->datasets.begin(), plan->datasets.end(), name) == plan->datasets.end())
+          dropped.push_back(name);
+      }
+      fmt::print("\n      datasets {}{}", fmt::join(plan->datasets, ", "),
+                 dropped.empty() ? "" : fmt::format(" (left out: {})", fmt::join(dropped, ", ")));
       fmt::print(
           "\n      predicted cost {:.3g}, {:.1f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
           plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
@@ -331,6 +400,7 @@ int run_demo(const DemoOptions& o) {
   }
   if (tty) fmt::print("\n");
   const json& status = last.value("status", json::object());
+  print_what_ran(status);
   fmt::print("\njob {}: {}\n", final_phase.empty() ? "did not finish" : final_phase,
              status.value("message", ""));
   const bool succeeded = final_phase == "Succeeded";
@@ -371,8 +441,10 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--crd", options->crd, "the CRD manifest")->capture_default_str();
   cmd->add_option("--worker", options->worker,
                   "executable every image maps to (default: depl-reference-worker for the image "
-                  "depl.dev/reference-worker, depl-sim-worker for all others, both next to "
-                  "kubectl-depl)");
+                  "depl.dev/reference-worker, examples/pytorch/train.py for "
+                  "depl.dev/pytorch-fashion-mnist, depl-sim-worker for all others)");
+  cmd->add_option("--image-map", options->image_map,
+                  "IMAGE=EXECUTABLE: pods of IMAGE (without its tag) run EXECUTABLE (repeatable)");
   cmd->add_option("--epoch-seconds", options->epoch_seconds,
                   "wall time of one simulated epoch (sets DEPL_SIM_EPOCH_SECONDS on the job's "
                   "models; 0 keeps the worker's default)")

@@ -53,6 +53,11 @@ TEST(Demo, FashionMnistJobTrainsForRealWithTheReferenceWorker) {
   EXPECT_NE(r.out.find("plan 1: "), std::string::npos) << r.out << r.err;
   // The reference worker reports real validation losses (Fashion-MNIST cross-entropy).
   EXPECT_NE(r.out.find(" loss  0."), std::string::npos) << r.out;
+  // The plan leaves the 40%-clean shard out, and says so; at the end, what ran, phase by phase.
+  EXPECT_NE(r.out.find("(left out: shard5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("what ran (losses as the workers reported them):\n  phase 0 "),
+            std::string::npos)
+      << r.out;
   const bool succeeded = r.out.find("\njob Succeeded: ") != std::string::npos;
   const bool failed = r.out.find("\njob Failed: ") != std::string::npos;
   ASSERT_TRUE(succeeded || failed) << "the job did not end:\n" << r.out << r.err;
