@@ -20,12 +20,13 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= $(notdir $(wildcard fuzz/corpus/*))
 
-.PHONY: all deps fuzz-deps build test test-sanitize test-sanitize-fast test-tsan fuzz demo demo-quickstart bench clean format help
+.PHONY: all deps fuzz-deps build test test-sanitize test-sanitize-fast test-tsan fuzz demo demo-reference demo-quickstart bench clean format help
 
 all: build
 
 help:
-	@echo "make demo   - build, start the embedded dev cluster and train the Fashion-MNIST job"
+	@echo "make demo   - build, start the embedded dev cluster and train the PyTorch Fashion-MNIST job"
+	@echo "make demo-reference - the same with the C++ reference worker's job"
 	@echo "make demo-quickstart - the same with the quickstart job and simulated workers"
 	@echo "make test   - install dependencies, build, run every test suite"
 	@echo "make deps   - install the Debian packages the project needs (apt-get)"
@@ -128,9 +129,15 @@ fuzz: deps fuzz-deps
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_BUILD)/artifacts/)"; exit 1; fi; \
 	echo "fuzz: no findings"
 
-# The main demo trains Fashion-MNIST for real (pods run depl-reference-worker) on pools that
-# describe this machine; demo-quickstart runs the quickstart with simulated workers on GPU pools.
+# The main demo trains Fashion-MNIST for real with the PyTorch reference job (examples/pytorch:
+# a CNN through the depl SDK, each phase two data-parallel pods joined by torch.distributed) on
+# pools that describe this machine; demo-reference runs the C++ reference worker's job the same
+# way (no torch needed); demo-quickstart runs the quickstart with simulated workers on GPU pools.
 demo: deps build
+	$(BUILD)/bin/kubectl-depl demo --job examples/pytorch/job.yaml \
+	  --pools examples/pytorch/pools.yaml --keep-running
+
+demo-reference: deps build
 	$(BUILD)/bin/kubectl-depl demo --job examples/fashion-mnist/job.yaml \
 	  --pools examples/fashion-mnist/pools.yaml --keep-running
 

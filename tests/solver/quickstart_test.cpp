@@ -1,4 +1,4 @@
-// The quickstart example is what a newcomer runs first (`make demo`); these tests pin the
+// The quickstart example is what `make demo-quickstart` runs; these tests pin the
 // properties it was designed to show, using the exact evaluator only: it parses, a plan that
 // starts on a compressed variant and switches to the full model is feasible and cheaper than
 // any single-phase plan of the full model, and the deadline is what keeps it off the cheap
@@ -124,6 +124,31 @@ TEST(Quickstart, FixedDatasetsAreKeptByEveryAlgorithm) {
     EXPECT_EQ(result->plan.datasets.size(), fixed.datasets.size()) << to_string(a);
     EXPECT_GE(result->figures.cost, free_plan->figures.cost - 1e-9) << to_string(a);
   }
+}
+
+}  // namespace
+}  // namespace depl::solver
+
+// examples/pytorch/job.yaml on its pools is what `make demo` runs; the README shows its plan:
+// the 40%-clean shard left out, two workers in every phase.
+namespace depl::solver {
+namespace {
+
+TEST(PytorchExample, ThePlanLeavesTheNoisiestShardOutWithTwoWorkersPerPhase) {
+  auto job = parse_job_yaml(read_text("examples/pytorch/job.yaml"), "job.yaml");
+  auto pools = parse_pools_yaml(read_text("examples/pytorch/pools.yaml"), "pools.yaml");
+  ASSERT_TRUE(job.has_value()) << job.error().joined();
+  ASSERT_TRUE(pools.has_value()) << pools.error().joined();
+  auto problem = combine(*job, *pools);
+  ASSERT_TRUE(problem.has_value());
+  auto result = solve(*problem);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  ASSERT_TRUE(result->feasible) << result->reason;
+  const std::size_t noisiest = index_or_fail(problem->dataset_index("shard5"));
+  EXPECT_EQ(std::count(result->plan.datasets.begin(), result->plan.datasets.end(), noisiest), 0);
+  EXPECT_GE(result->plan.datasets.size(), 2u);
+  ASSERT_FALSE(result->plan.phases.empty());
+  for (const auto& phase : result->plan.phases) EXPECT_EQ(phase.workers, 2);
 }
 
 }  // namespace
