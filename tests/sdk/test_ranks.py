@@ -60,7 +60,13 @@ def test_when_rank_0_dies_the_others_name_it(tmp_path):
     ranks = [start_rank(r, env, args) for r in (0, 1)]
     outputs = [p.communicate(timeout=120) for p in ranks]
     assert ranks[0].returncode == -9
-    assert ranks[1].returncode == 1
+    if ranks[1].returncode == -6:
+        # torch 1.13's store client thread lets the broken connection's exception escape and
+        # aborts the process before the SDK can name rank 0 (docs/python-sdk.md, "A lost
+        # rank"); anything else is the SDK's to explain.
+        assert "terminate called after throwing" in outputs[1][1], outputs[1][1]
+        return
+    assert ranks[1].returncode == 1, outputs[1][1]
     assert "rank 0 is gone" in outputs[1][1]
 
 

@@ -10,11 +10,8 @@ other ranks wait for rank 0's report to be taken), the survivors can say which r
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import logging
-import os
-import sys
 import threading
 import time
 from typing import Any
@@ -42,39 +39,6 @@ def _exit_flag(rank: int) -> str:
 def heartbeat_interval(peer_timeout: float) -> float:
     """Often enough to tell a dead peer well within the peer timeout, rarely enough to cost nothing."""
     return min(2.0, max(0.1, peer_timeout / 20.0))
-
-
-# The terminate handler in force (libstdc++ keeps only a pointer to it).
-_terminate_handler: Any = None
-
-
-def exit_on_terminate(message: str) -> None:
-    """Makes std::terminate in this process print `message` and exit 1 instead of aborting.
-
-    torch 1.13's TCPStore clients each run a listener thread that lets the exception of a broken
-    connection escape ("terminate called after throwing an instance of 'std::system_error'"):
-    when rank 0, which hosts the store, dies, a survivor may abort with SIGABRT before it can
-    say why. On the ranks other than 0 every store connection leads to rank 0, so `message`
-    names it. Best effort: without libstdc++'s set_terminate nothing changes.
-    """
-    global _terminate_handler
-    try:
-        set_terminate = ctypes.CDLL("libstdc++.so.6")["_ZSt13set_terminatePFvvE"]
-    except (OSError, AttributeError):
-        return
-
-    def on_terminate() -> None:
-        try:
-            sys.stderr.write(message + "\n")
-            sys.stderr.flush()
-        finally:
-            os._exit(1)
-
-    handler = ctypes.CFUNCTYPE(None)(on_terminate)
-    set_terminate.restype = ctypes.c_void_p
-    set_terminate.argtypes = [ctypes.c_void_p]
-    set_terminate(ctypes.cast(handler, ctypes.c_void_p))
-    _terminate_handler = handler
 
 
 class _Heartbeat:
@@ -155,10 +119,6 @@ class Distributed:
             raise WorkerError(f"torch.distributed ({self.backend}, rank {rank} of {world_size}) "
                               f"did not start: {e}") from None
         if world_size > 1:
-            if rank != 0:
-                exit_on_terminate(
-                    f"rank {rank}: rank 0 is gone: the connection to its rendezvous store at "
-                    f"{master_addr}:{self.master_port} broke (torch's store thread ended)")
             self.store.set_timeout(datetime.timedelta(seconds=peer_timeout))
             self._heartbeat = _Heartbeat(master_addr, self.master_port, rank, self._interval)
         log.info("event=process_group backend=%s rank=%d world_size=%d master=%s:%d",
