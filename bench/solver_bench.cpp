@@ -26,10 +26,13 @@ struct Timed {
   bool ok = false;
 };
 
+bool g_certify = true;
+
 Timed timed_solve(const Problem& p, Algorithm a, double eta = 0.002) {
   SolveOptions o;
   o.algorithm = a;
   o.eta = eta;
+  o.certify = g_certify;
   const auto t0 = Clock::now();
   auto r = solve(p, o);
   Timed t;
@@ -56,6 +59,13 @@ void small_family(std::uint64_t seed, int instances) {
   fmt::print("Every third instance gets a deadline of 0.8 x OPT's unconstrained duration.\n\n");
   std::vector<double> ratios, time_ratios, depl_ms, opt_ms;
   int opt_feasible = 0, misses = 0, infeasible_returned = 0, below_opt = 0, deadlines = 0;
+  int bound_above = 0;
+  struct Worst {
+    double ratio;
+    std::uint64_t seed;
+    bool deadline;
+  };
+  std::vector<Worst> worst;
   for (int i = 0; i < instances; ++i) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(i);
     Problem p = depl::testing::small_instance(s);
@@ -77,6 +87,8 @@ void small_family(std::uint64_t seed, int instances) {
     }
     const double r = depl.result.figures.cost / opt.result.figures.cost;
     if (r < 1 - 1e-9) ++below_opt;
+    if (depl.result.certificate.lower_bound > opt.result.figures.cost * (1 + 1e-9)) ++bound_above;
+    if (r > 1.01) worst.push_back({r, s, p.target.deadline_seconds.has_value()});
     ratios.push_back(r);
     time_ratios.push_back(depl.ms / std::max(opt.ms, 1e-3));
     depl_ms.push_back(depl.ms);
@@ -93,11 +105,18 @@ void small_family(std::uint64_t seed, int instances) {
              opt_feasible ? 100.0 * misses / opt_feasible : 0.0);
   fmt::print("| DepL plans the evaluator rejects | {} |\n", infeasible_returned);
   fmt::print("| DepL cheaper than OPT (would be a bug) | {} |\n", below_opt);
+  fmt::print("| DepL's lower bound above OPT's cost (would be a bug) | {} |\n", bound_above);
+  fmt::print("| instances with DepL/OPT > 1.01 | {} |\n", worst.size());
   fmt::print("| DepL time / OPT time: median | {:.2f} |\n", median(time_ratios));
   fmt::print("| DepL time: median / max | {:.2f} ms / {:.2f} ms |\n", median(depl_ms),
              depl_ms.empty() ? 0.0 : *std::max_element(depl_ms.begin(), depl_ms.end()));
   fmt::print("| OPT time: median / max | {:.2f} ms / {:.2f} ms |\n\n", median(opt_ms),
              opt_ms.empty() ? 0.0 : *std::max_element(opt_ms.begin(), opt_ms.end()));
+  std::sort(worst.begin(), worst.end(), [](const Worst& a, const Worst& b) { return a.ratio > b.ratio; });
+  for (const Worst& w : worst) {
+    fmt::print("- seed {}: DepL/OPT {:.4f}{}\n", w.seed, w.ratio, w.deadline ? " (deadline)" : "");
+  }
+  if (!worst.empty()) fmt::print("\n");
 }
 
 void paper_family(std::uint64_t seed, int instances, int runs) {
@@ -151,6 +170,8 @@ void paper_family(std::uint64_t seed, int instances, int runs) {
         exp.result.plan.phases.empty() ? "-"
                                        : fmt::format("{:.3f}", exp.result.figures.probability),
         mc.probability, se, mc_ok ? "yes" : "NO", depl.ms);
+    fmt::print("<!-- gap {:.4f}% lb {:.4f} complete {} -->\n", 100 * depl.result.certificate.gap,
+               depl.result.certificate.lower_bound, depl.result.certificate.complete);
   }
   fmt::print("\n| metric | value |\n|---|---|\n");
   fmt::print("| DepL saving vs FULL: median / min | {:.1f}% / {:.1f}% |\n", median(savings),
@@ -202,7 +223,10 @@ void target_instance(std::uint64_t seed) {
   fmt::print("| feasible | {} |\n", depl.result.feasible ? "yes" : "no");
   fmt::print("| cost | {:.3f} |\n", depl.result.figures.cost);
   fmt::print("| dataset selections searched | {} |\n", depl.result.stats.dataset_sets);
-  fmt::print("| graph states settled | {} |\n\n", depl.result.stats.graph_states);
+  fmt::print("| graph states settled | {} |\n", depl.result.stats.graph_states);
+  fmt::print("| lower bound / gap | {:.4f} / {:.3f}% ({}) |\n\n", depl.result.certificate.lower_bound,
+             100 * depl.result.certificate.gap,
+             depl.result.certificate.complete ? "complete" : "incomplete");
 }
 
 }  // namespace
@@ -219,6 +243,7 @@ int main(int argc, char** argv) {
   app.add_option("--instances", instances,
                  "instances per family (default: small 100, paper 20, scaling 3)");
   app.add_option("--runs", runs, "Monte Carlo runs per plan")->check(CLI::PositiveNumber);
+  app.add_flag("!--no-certificate", g_certify, "DepL without its certificate (for timing)");
   CLI11_PARSE(app, argc, argv);
   fmt::print("# depl-bench (seed {})\n\n", seed);
   const bool all = family == "all";

@@ -3,13 +3,18 @@
 // docs/depl-model.md section 4.
 #pragma once
 
+#include "budget_meter.hpp"
 #include "depl/solver/solve.hpp"
 
 namespace depl::solver::internal {
 
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
-                       double kappa);
-Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& options);
-SolveResult solve_full(const Problem& problem, const SolveOptions& options);
+                       double kappa, BudgetMeter& meter);
+Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& options,
+                                BudgetMeter& meter);
+SolveResult solve_full(const Problem& problem, const SolveOptions& options, BudgetMeter& meter);
+
+// The reason of a result the budget cut short before any plan was found.
+std::string budget_reason(const SolveBudget& budget, BudgetStop stop);
 
 }  // namespace depl::solver::internal

@@ -78,7 +78,7 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
     int next_cell = -1;
     for (int i = 0; i <= cells_; ++i) {
       const double m = low_ + i * step_;
-      const double next = d.floor + (m - d.floor) * d.rho;
+      const double next = next_mean(d, m);
       const int j = walk(next_cell, next);
       if (next < m) stay_row[i] = j < 0 ? -1 : std::min(j, i - 1 < 0 ? 0 : i - 1);
     }
@@ -90,7 +90,7 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
       int landing_cell = -1;
       for (int i = 0; i <= cells_; ++i) {
         const double m = low_ + i * step_;
-        after_row[i] = walk(landing_cell, dw.floor + (m + e.jump - dw.floor) * dw.rho);
+        after_row[i] = walk(landing_cell, next_mean(dw, m + e.jump));
       }
     }
   }
@@ -131,16 +131,19 @@ void CostToGo::build(Level& level, bool with_epochs) const {
   std::vector<int>& last = memory_.last;
   last.assign(nv * row, kNever);
   std::vector<double> decay(static_cast<std::size_t>(horizon_) + 1);
+  std::vector<double> decay_below(decay.size());
   std::vector<double> spread(decay.size());
   for (std::size_t v = 0; v < nv; ++v) {
     if (!placeable_[v]) continue;
     const VariantDynamics& d = dynamics_[v];
-    double a = 1;
+    double a = 1, b = 1;
     double variance = std::max(level.variance, d.noise_variance);
     for (std::size_t t = 0; t < decay.size(); ++t) {
       decay[t] = a;
+      decay_below[t] = b;
       spread[t] = kappa_ * std::sqrt(variance);
       a *= d.rho;
+      b *= d.rho_below;
       variance = d.rho * d.rho * variance + d.noise_variance;
     }
     // The slack keeps the closed form's rounding from ever deciding against a plan.
@@ -148,7 +151,8 @@ void CostToGo::build(Level& level, bool with_epochs) const {
     std::size_t t = 0;
     for (int i = 0; i <= cells_; ++i) {
       const double m = low_ + i * step_;
-      while (t < decay.size() && d.floor + (m - d.floor) * decay[t] + spread[t] > target) ++t;
+      const std::vector<double>& kept = m < d.floor ? decay_below : decay;
+      while (t < decay.size() && d.floor + (m - d.floor) * kept[t] + spread[t] > target) ++t;
       if (t == decay.size()) break;  // this cell and every higher one: not within the horizon
       last[v * row + static_cast<std::size_t>(i)] = static_cast<int>(t);
     }
@@ -231,10 +235,35 @@ double CostToGo::bound(std::size_t model, int switches, double mean, double vari
   return memory_.levels[0].weight[at];
 }
 
+CostToGo::Need CostToGo::need(std::size_t model, int switches, double mean, double variance) {
+  const int i = cell_below(mean);
+  if (i < 0) return {0.0, 0};
+  const std::size_t at = slot(model, switches, i);
+  const int epochs = memory_.levels[0].epochs[at];
+  if (upper_ && std::min(variance, stationary_) >= memory_.levels[1].variance) {
+    Level& level = memory_.levels[1];
+    if (!level.built) build(level, false);
+    return {std::max(level.weight[at], memory_.levels[0].weight[at]), epochs};
+  }
+  return {memory_.levels[0].weight[at], epochs};
+}
+
 int CostToGo::epochs(std::size_t model, int switches, double mean) const {
   const int i = cell_below(mean);
   if (i < 0) return 0;
   return memory_.levels[0].epochs[slot(model, switches, i)];
+}
+
+std::size_t CostToGo::memory_bytes() const {
+  const Memory& m = memory_;
+  std::size_t bytes = (m.stay.capacity() + m.last.capacity() + m.later_epochs.capacity()) *
+                          sizeof(int) +
+                      m.later.capacity() * sizeof(double);
+  for (const auto& a : m.after) bytes += a.capacity() * sizeof(int);
+  for (const Level& l : m.levels) {
+    bytes += l.weight.capacity() * sizeof(double) + l.epochs.capacity() * sizeof(int);
+  }
+  return bytes;
 }
 
 bool CostToGo::upper_built() const {

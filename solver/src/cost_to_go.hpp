@@ -54,8 +54,18 @@ class CostToGo {
   static constexpr int kNever = 1 << 30;
   int epochs(std::size_t model, int switches, double mean) const;
 
+  // bound() and epochs() of one state at once.
+  struct Need {
+    double weight = 0;
+    int epochs = 0;
+  };
+  Need need(std::size_t model, int switches, double mean, double variance);
+
   // True once the second table (c = 0.95 s*) was needed; for tests.
   bool upper_built() const;
+
+  // Bytes held by the tables (in the Memory, which later bounds reuse).
+  std::size_t memory_bytes() const;
 
  private:
   struct Level {

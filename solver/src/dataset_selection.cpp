@@ -87,7 +87,7 @@ std::optional<Candidate> exhaustive(const SearchContext& ctx, SelectionSolver& s
     prefix.push_back(order[k]);
     evaluator.evaluate(sorted(prefix));
   }
-  for (std::size_t mask = 1; mask < (std::size_t{1} << n); ++mask) {
+  for (std::size_t mask = 1; mask < (std::size_t{1} << n) && !ctx.out_of_budget(); ++mask) {
     std::vector<std::size_t> d;
     for (std::size_t i = 0; i < n; ++i) {
       if (mask & (std::size_t{1} << i)) d.push_back(i);
@@ -109,7 +109,7 @@ std::optional<Candidate> greedy(const SearchContext& ctx, SelectionSolver& solve
   Worth best_worth = evaluator.evaluate(all);
   // Greedy: add datasets in order of effectiveness, keep the best prefix.
   std::vector<std::size_t> current;
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < n && !ctx.out_of_budget(); ++k) {
     current.push_back(order[k]);
     const auto d = sorted(current);
     const Worth w = evaluator.evaluate(d);
@@ -119,7 +119,7 @@ std::optional<Candidate> greedy(const SearchContext& ctx, SelectionSolver& solve
     }
   }
   // Local search: first improving add, drop or swap, until none improves.
-  for (int round = 0; round < 4 * static_cast<int>(n); ++round) {
+  for (int round = 0; round < 4 * static_cast<int>(n) && !ctx.out_of_budget(); ++round) {
     std::vector<bool> in(n, false);
     for (std::size_t i : best_set) in[i] = true;
     std::vector<std::vector<std::size_t>> moves;
@@ -147,6 +147,7 @@ std::optional<Candidate> greedy(const SearchContext& ctx, SelectionSolver& solve
     }
     bool improved = false;
     for (const auto& d : moves) {
+      if (ctx.out_of_budget()) break;
       const Worth w = evaluator.evaluate(d);
       if (w < best_worth) {
         best_worth = w;

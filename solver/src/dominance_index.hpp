@@ -60,6 +60,12 @@ class DominanceIndex {
     return false;
   }
 
+  // Bytes held (nodes and staircase steps, including memory kept from earlier spans).
+  std::size_t memory_bytes() const {
+    return nodes_.capacity() * sizeof(std::vector<Step>) + steps_ * sizeof(Step) +
+           outside_.capacity() * sizeof(Entry);
+  }
+
   void insert(std::int32_t mean_cell, std::int32_t variance_cell, double weight) {
     if (mean_cell < lowest_ || static_cast<std::size_t>(mean_cell - lowest_) + 1 >= nodes_.size()) {
       outside_.push_back({mean_cell, variance_cell, weight});
@@ -82,7 +88,7 @@ class DominanceIndex {
     double weight = 0;
   };
 
-  static void add_step(std::vector<Step>& steps, std::int32_t variance_cell, double weight) {
+  void add_step(std::vector<Step>& steps, std::int32_t variance_cell, double weight) {
     auto it = std::upper_bound(steps.begin(), steps.end(), variance_cell,
                                [](std::int32_t v, const Step& s) { return v < s.variance_cell; });
     if (it != steps.begin() && std::prev(it)->weight <= weight) return;  // nothing new here
@@ -94,6 +100,7 @@ class DominanceIndex {
       *it = {variance_cell, weight};
       steps.erase(std::next(it), end);
     } else {
+      if (steps.size() == steps.capacity()) steps_ += std::max<std::size_t>(steps.capacity(), 1);
       steps.insert(it, {variance_cell, weight});
     }
   }
@@ -101,6 +108,7 @@ class DominanceIndex {
   std::int32_t lowest_ = 0;
   std::vector<std::vector<Step>> nodes_;  // 1-based Fenwick tree over mean cells
   std::vector<Entry> outside_;
+  std::size_t steps_ = 0;  // capacity of the staircases, summed (they only grow)
   bool active_ = false;
 };
 

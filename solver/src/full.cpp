@@ -10,10 +10,10 @@
 
 namespace depl::solver::internal {
 
-SolveResult solve_full(const Problem& problem, const SolveOptions& options) {
+SolveResult solve_full(const Problem& problem, const SolveOptions& options, BudgetMeter& meter) {
   SolveResult result;
   result.algorithm = Algorithm::Full;
-  const SearchContext ctx = make_context(problem, guarantee_kappa(problem.target));
+  const SearchContext ctx = make_context(problem, guarantee_kappa(problem.target), &meter);
   std::size_t full = 0;
   for (std::size_t v = 1; v < problem.models.size(); ++v) {
     if (problem.models[v].compute_per_sample_gflop >

@@ -98,6 +98,7 @@ class Exhaustive {
   bool pruned(double lb) const { return best && lb > best->score.cost * (1 + 1e-9); }
 
   void extend(LossState before, int epochs_used, int switches, double lb_prefix) {
+    if (ctx_.out_of_budget()) return;
     const Problem& problem = *ctx_.problem;
     const std::size_t i = current_.phases.size();
     const int previous = i == 0 ? ctx_.start_model : static_cast<int>(current_.phases.back().model);
@@ -154,6 +155,7 @@ class Exhaustive {
   }
 
   void place(std::size_t j, int previous_pool, double cost, double seconds) {
+    if (ctx_.out_of_budget()) return;
     const Problem& problem = *ctx_.problem;
     if (pruned(cost + rest_lb_[j])) return;
     if (j == current_.phases.size()) {
@@ -221,8 +223,9 @@ class Exhaustive {
 
 }  // namespace
 
-Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& options) {
-  const SearchContext ctx = make_context(problem, guarantee_kappa(problem.target));
+Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& options,
+                                BudgetMeter& meter) {
+  const SearchContext ctx = make_context(problem, guarantee_kappa(problem.target), &meter);
   const std::size_t nd = problem.datasets.size();
   std::vector<double> counts(problem.models.size());
   for (std::size_t v = 0; v < counts.size(); ++v) {
@@ -240,7 +243,8 @@ Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& opti
   result.algorithm = Algorithm::Opt;
   Exhaustive search(ctx, result.stats);
   const std::size_t all_mask = (std::size_t{1} << nd) - 1;
-  for (std::size_t mask = problem.fixed_datasets ? all_mask : 1; mask <= all_mask; ++mask) {
+  for (std::size_t mask = problem.fixed_datasets ? all_mask : 1;
+       mask <= all_mask && !ctx.out_of_budget(); ++mask) {
     std::vector<std::size_t> d;
     for (std::size_t i = 0; i < nd; ++i) {
       if (mask & (std::size_t{1} << i)) d.push_back(i);

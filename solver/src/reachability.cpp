@@ -82,6 +82,12 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
   }
   std::uint32_t best = 0xFFFFFFFFu;
   while (!queue.empty()) {
+    if (ctx.out_of_budget()) break;
+    if (nodes.size() % 65536 == 0) {
+      ctx.report_memory(MemoryUse::Explain, nodes.capacity() * sizeof(Node) +
+                                                queue.size() * sizeof(std::uint32_t) +
+                                                seen.size() * 2 * sizeof(VertexKey));
+    }
     const std::uint32_t i = queue.front();
     queue.pop_front();
     const Node n = nodes[i];
@@ -110,6 +116,7 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
       start_phase(i, w, n.switches + 1, sw, n.state, n.epochs);
     }
   }
+  ctx.report_memory(MemoryUse::Explain, 0);
   if (best != 0xFFFFFFFFu) {
     std::vector<std::uint32_t> chain;
     for (std::uint32_t i = best; i != 0xFFFFFFFFu; i = nodes[i].parent) chain.push_back(i);

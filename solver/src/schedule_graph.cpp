@@ -158,6 +158,15 @@ void ScheduleSearch::push(Label label) {
     gave_up_ = true;
     return;
   }
+  if (labels_.size() == labels_.capacity()) {
+    // About to grow: account for what the buffers will hold (they double).
+    const std::size_t grown = std::max<std::size_t>(2 * labels_.capacity(), 1024);
+    ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(grown));
+    if (ctx_.out_of_budget()) {
+      gave_up_ = true;
+      return;
+    }
+  }
   label.mean_cell = cell_up(label.state.mean, grid_.mean_base, grid_.mean_step);
   label.variance_cell = cell_up(label.state.variance, 0.0, grid_.variance_step);
   // Dominance is tested when a label is popped; testing every push as well costs more than
@@ -324,6 +333,10 @@ std::optional<Plan> ScheduleSearch::next_goal() {
     }
   }
   while (!queue_.empty()) {
+    if (ctx_.out_of_budget()) {
+      gave_up_ = true;
+      return std::nullopt;
+    }
     std::pop_heap(queue_.begin(), queue_.end());
     const QueueEntry top = queue_.back();
     queue_.pop_back();
@@ -341,6 +354,15 @@ std::optional<Plan> ScheduleSearch::next_goal() {
     }
   }
   return std::nullopt;
+}
+
+std::size_t ScheduleSearch::memory_bytes(std::size_t labels) const {
+  std::size_t index = 0;
+  for (const DominanceIndex& i : index_) index += i.memory_bytes();
+  std::size_t frontier = 0;
+  for (const auto& layer : frontier_) frontier += layer.capacity() * sizeof(FrontierEntry);
+  return labels * (sizeof(Label) + sizeof(QueueEntry)) + index + frontier +
+         cost_to_go_.memory_bytes();
 }
 
 Plan ScheduleSearch::reconstruct(std::uint32_t goal) const {

@@ -116,6 +116,8 @@ class ScheduleSearch {
   const std::vector<std::uint16_t>& candidates(std::size_t model, int switch_index,
                                                int previous_pool);
   Plan reconstruct(std::uint32_t goal) const;
+  // The search's working memory with room for `labels` labels (and as many heap entries).
+  std::size_t memory_bytes(std::size_t labels) const;
 
   const SearchContext& ctx_;
   const SelectionData& data_;

@@ -4,10 +4,11 @@
 
 namespace depl::solver::internal {
 
-SearchContext make_context(const Problem& problem, double kappa) {
+SearchContext make_context(const Problem& problem, double kappa, BudgetMeter* meter) {
   SearchContext ctx;
   ctx.problem = &problem;
   ctx.kappa = kappa;
+  ctx.meter = meter;
   const std::size_t nv = problem.models.size();
   ctx.switch_index.assign(nv, std::vector<int>(nv, kNone));
   for (std::size_t s = 0; s < problem.switching.size(); ++s) {
@@ -43,6 +44,7 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
     // The same expressions as epoch_step(), so searches track the evaluator's numbers exactly.
     VariantDynamics& d = data.dynamics[v];
     d.rho = std::pow(lp.decay_per_epoch, data.effective / lp.reference_samples);
+    d.rho_below = d.rho;
     d.floor = lp.floor_loss * std::pow(lp.reference_samples / data.effective, lp.data_exponent);
     d.noise_variance = lp.noise_stddev * lp.noise_stddev;
   }
@@ -50,6 +52,13 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
   for (std::size_t k = 0; k < problem.pools.size(); ++k) {
     data.staging_seconds[k] = staging_seconds(problem, data.datasets, problem.pools[k]);
   }
+  fill_placements(ctx, data);
+  return data;
+}
+
+void fill_placements(const SearchContext& ctx, SelectionData& data) {
+  const Problem& problem = *ctx.problem;
+  data.pareto.clear();
   data.pareto.resize(problem.models.size());
   for (std::size_t v = 0; v < problem.models.size(); ++v) {
     const std::vector<Placement> all = feasible_placements(problem, v, data.samples);
@@ -62,7 +71,6 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
       if (!kept) data.pareto[v].push_back(p);
     }
   }
-  return data;
 }
 
 LossState initial_state(const SearchContext& ctx, std::size_t model) {

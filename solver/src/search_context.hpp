@@ -11,6 +11,7 @@
 
 #include "depl/solver/evaluator.hpp"
 #include "depl/solver/plan.hpp"
+#include "budget_meter.hpp"
 #include "depl/solver/problem.hpp"
 #include "placement.hpp"
 
@@ -32,16 +33,32 @@ struct SearchContext {
   bool has_start = false;
   // Variants that have at least one feasible (pool, workers) placement.
   std::vector<bool> placeable;
+  // The solve's budget; every search of the solve asks it (null: unlimited, for tests).
+  BudgetMeter* meter = nullptr;
+
+  bool out_of_budget() const { return meter != nullptr && meter->exhausted(); }
+  void report_memory(MemoryUse use, std::size_t bytes) const {
+    if (meter != nullptr) meter->set_memory(use, bytes);
+  }
 
   int max_switches() const { return problem->training.max_switches; }
   int horizon() const { return problem->training.max_epochs; }
 };
 
-SearchContext make_context(const Problem& problem, double kappa);
+SearchContext make_context(const Problem& problem, double kappa, BudgetMeter* meter = nullptr);
 
 // The loss dynamics of one variant on one dataset selection (docs/depl-model.md section 2).
+//
+// For a single selection, rho_below == rho and an epoch is exactly the evaluator's update. The
+// certificate also builds dynamics for a *class* of selections (lower_bound.hpp): then floor is
+// the least floor of the class, rho the least contraction (it applies to the mean above the
+// floor and to the variance) and rho_below the greatest (to a mean below the floor, which rises
+// towards it), so that one epoch of the class's dynamics never ends above the epoch of any
+// selection in the class. The searches rely only on that and on the update being
+// non-decreasing in the mean and in the variance.
 struct VariantDynamics {
   double rho = 1;
+  double rho_below = 1;
   double floor = 0;
   double noise_variance = 0;
 };
@@ -57,6 +74,8 @@ struct SelectionData {
 };
 
 SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::size_t> datasets);
+// data.pareto from data.samples and data.staging_seconds.
+void fill_placements(const SearchContext& ctx, SelectionData& data);
 
 // Loss state before the first phase of a plan whose first variant is `model` (before any switch
 // from the start state's variant).
@@ -66,9 +85,13 @@ LossState initial_state(const SearchContext& ctx, std::size_t model);
 
 namespace depl::solver::internal {
 
-// One epoch of a variant: the very expressions of epoch_step(), so the numbers agree bit for bit.
+// One epoch of a variant: the very expressions of epoch_step(), so the numbers agree bit for bit
+// (for a single selection rho_below == rho).
+inline double next_mean(const VariantDynamics& d, double mean) {
+  return d.floor + (mean - d.floor) * (mean < d.floor ? d.rho_below : d.rho);
+}
 inline LossState step(const VariantDynamics& d, LossState s) {
-  s.mean = d.floor + (s.mean - d.floor) * d.rho;
+  s.mean = next_mean(d, s.mean);
   s.variance = d.rho * d.rho * s.variance + d.noise_variance;
   return s;
 }

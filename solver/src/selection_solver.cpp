@@ -22,6 +22,8 @@ const SelectionData& SelectionSolver::data(const std::vector<std::size_t>& datas
   if (!slot) {
     slot = std::make_unique<SelectionData>(make_selection_data(ctx_, datasets));
     for (const auto& p : slot->pareto) stats_.placements += p.size();
+    data_bytes_ += selection_data_bytes(*slot);
+    report_memory();
   }
   return *slot;
 }
@@ -57,12 +59,19 @@ SelectionOutcome& SelectionSolver::cheapest(const std::vector<std::size_t>& data
   auto it = outcomes_.find(datasets);
   if (it != outcomes_.end()) {
     SelectionOutcome& known = it->second;
-    if (known.cheapest || cost_bound <= known.cost_bound) return known;
-    known = SelectionOutcome{};  // bounded too tightly before: search again
+    if (known.cheapest || (!known.cut && cost_bound <= known.cost_bound)) return known;
+    if (ctx_.out_of_budget()) return known;
+    known = SelectionOutcome{};  // bounded too tightly before, or cut short: search again
   }
   SelectionOutcome& out = outcomes_[datasets];
   out.datasets = datasets;
   out.cost_bound = cost_bound;
+  if (ctx_.out_of_budget()) {
+    out.cut = true;
+    out.deadline_searched = true;
+    return out;
+  }
+  report_memory();
   ++stats_.dataset_sets;
   const SelectionData& d = data(datasets);
   // Polishing only lowers the cost, so the bound applies to the raw plan with some slack.
@@ -76,8 +85,25 @@ SelectionOutcome& SelectionSolver::cheapest(const std::vector<std::size_t>& data
     }
   } else {
     out.deadline_searched = true;  // nothing meets the guarantee: no deadline search to do
+    out.cut = ctx_.out_of_budget();
   }
   return out;
+}
+
+std::size_t SelectionSolver::selection_data_bytes(const SelectionData& d) {
+  std::size_t bytes = sizeof(SelectionData) + d.datasets.capacity() * sizeof(std::size_t) +
+                      d.dynamics.capacity() * sizeof(VariantDynamics) +
+                      d.staging_seconds.capacity() * sizeof(double);
+  for (const auto& p : d.pareto) bytes += sizeof(p) + p.capacity() * sizeof(Placement);
+  return bytes;
+}
+
+void SelectionSolver::report_memory() {
+  // An outcome holds up to three small plans besides its key.
+  constexpr std::size_t kOutcomeBytes = 512;
+  const std::size_t per_key = ctx_.problem->datasets.size() * sizeof(std::size_t);
+  ctx_.report_memory(MemoryUse::Selections,
+                     data_bytes_ + outcomes_.size() * (kOutcomeBytes + 2 * per_key));
 }
 
 void SelectionSolver::consider_for_deadline(const SelectionData& d, const Candidate& raw,
@@ -95,7 +121,7 @@ void SelectionSolver::consider_for_deadline(const SelectionData& d, const Candid
 
 SelectionOutcome& SelectionSolver::with_fastest(const std::vector<std::size_t>& datasets) {
   SelectionOutcome& out = cheapest(datasets);
-  if (out.fastest || !out.cheapest) return out;
+  if (out.fastest || !out.cheapest || ctx_.out_of_budget()) return out;
   const SelectionData& d = data(datasets);
   out.fastest = search(d, Weights{0, 1});
   if (out.fastest && out.cheapest->score.seconds < out.fastest->score.seconds) {
@@ -106,7 +132,7 @@ SelectionOutcome& SelectionSolver::with_fastest(const std::vector<std::size_t>& 
 
 SelectionOutcome& SelectionSolver::with_deadline(const std::vector<std::size_t>& datasets) {
   SelectionOutcome& out = cheapest(datasets);
-  if (out.deadline_searched) return out;
+  if (out.deadline_searched || ctx_.out_of_budget()) return out;
   out.deadline_searched = true;
   const SelectionData& d = data(datasets);
   const double deadline = *ctx_.problem->target.deadline_seconds;
@@ -121,6 +147,7 @@ SelectionOutcome& SelectionSolver::with_deadline(const std::vector<std::size_t>&
   const double scale =
       c0.score.seconds > 0 ? std::max(c0.score.cost / c0.score.seconds, 1e-12) : 1.0;
   auto run = [&](double lambda) {
+    if (ctx_.out_of_budget()) return true;  // stop the bisection where it is
     std::optional<Candidate> c = search(d, Weights{1, lambda});
     if (c) consider_for_deadline(d, *c, out);
     return c && c->score.seconds <= deadline;

@@ -23,6 +23,7 @@ struct SelectionOutcome {
   std::optional<Candidate> fastest;   // least time found (computed only when asked for)
   std::optional<Candidate> best;      // meets guarantee and deadline, cheapest found
   bool deadline_searched = false;     // best is final (not just the cheapest plan's verdict)
+  bool cut = false;                   // the budget stopped a search of this selection
   // The cheapest search ignored plans costing more than this (another selection was already
   // cheaper); when `cheapest` is empty, nothing cheaper than it exists for D.
   double cost_bound = std::numeric_limits<double>::infinity();
@@ -51,8 +52,12 @@ class SelectionSolver {
   void consider_for_deadline(const SelectionData& data, const Candidate& raw,
                              SelectionOutcome& out);
 
+  static std::size_t selection_data_bytes(const SelectionData& data);
+  void report_memory();
+
   const SearchContext& ctx_;
   double eta_;
+  std::size_t data_bytes_ = 0;
   SolveStats& stats_;
   std::map<std::vector<std::size_t>, SelectionOutcome> outcomes_;
   std::map<std::vector<std::size_t>, std::unique_ptr<SelectionData>> data_;

@@ -8,6 +8,7 @@
 #include "algorithms.hpp"
 #include "dataset_selection.hpp"
 #include "explain.hpp"
+#include "lower_bound.hpp"
 
 namespace depl::solver {
 
@@ -33,6 +34,27 @@ Expected<Algorithm> parse_algorithm(std::string_view name) {
 }
 
 namespace internal {
+
+std::string budget_reason(const SolveBudget& budget, BudgetStop stop) {
+  switch (stop) {
+    case BudgetStop::Time:
+      return fmt::format(
+          "The solver's time budget ({} ms) ran out before it found a plan that meets the "
+          "guarantee; the job may still be feasible: raise the budget or make the job smaller.",
+          budget.time.count());
+    case BudgetStop::Memory:
+      return fmt::format(
+          "The solver's memory budget ({} MiB) ran out before it found a plan that meets the "
+          "guarantee; the job may still be feasible: raise the budget or make the job smaller.",
+          budget.memory_bytes >> 20);
+    case BudgetStop::Cancelled:
+      return "The solve was cancelled before it found a plan.";
+    case BudgetStop::None:
+      break;
+  }
+  return "";
+}
+
 namespace {
 
 std::vector<Candidate> ranked_plans(const SelectionSolver& solver) {
@@ -48,10 +70,10 @@ std::vector<Candidate> ranked_plans(const SelectionSolver& solver) {
 }  // namespace
 
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
-                       double kappa) {
+                       double kappa, BudgetMeter& meter) {
   SolveResult result;
   result.algorithm = algorithm;
-  const SearchContext ctx = make_context(problem, kappa);
+  const SearchContext ctx = make_context(problem, kappa, &meter);
   SelectionSolver solver(ctx, options.eta, result.stats);
   const std::optional<Candidate> best = select_datasets(ctx, solver);
   const bool exp = algorithm == Algorithm::Exp;
@@ -127,27 +149,93 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
   return result;
 }
 
+// The certificate of a feasible result; a cheaper plan the bound's searches come across replaces
+// the result's (it meets everything the result's plan meets: the exact evaluator says so).
+void certify(const Problem& problem, const SolveOptions& options, double kappa,
+             BudgetMeter& meter, SolveResult& result) {
+  if (!result.feasible) return;
+  if (result.algorithm == Algorithm::Opt) {
+    result.certificate = {result.figures.cost, 0.0, true};
+    return;
+  }
+  // Baselines are measured, not certified.
+  if (result.algorithm != Algorithm::DepL || !options.certify) return;
+  const SearchContext ctx = make_context(problem, kappa, &meter);
+  const double target = result.figures.cost * (1 - options.certificate_gap);
+  const LowerBound bound = certify_lower_bound(ctx, target, options.eta, std::nullopt);
+  result.stats.bound_classes = bound.classes;
+  result.stats.bound_searches = bound.searches;
+  if (bound.plan) {
+    Figures figures = evaluate(problem, *bound.plan);
+    if (figures.feasible && better_plan(figures.cost, figures.duration_seconds,
+                                        bound.plan->phases.size(), result.figures.cost,
+                                        result.figures.duration_seconds,
+                                        result.plan.phases.size())) {
+      result.plan = *bound.plan;
+      result.figures = std::move(figures);
+    }
+  }
+  const double cost = result.figures.cost;
+  // The bound's arithmetic differs from the evaluator's in the last bits.
+  const double lower = std::max(0.0, std::min(bound.cost, cost) * (1 - 1e-9));
+  result.certificate.lower_bound = lower;
+  result.certificate.gap = cost > 0 ? (cost - lower) / cost : 0.0;
+  result.certificate.complete = bound.complete;
+}
+
 }  // namespace internal
+
+const char* to_string(BudgetStop stop) {
+  switch (stop) {
+    case BudgetStop::None:
+      return "none";
+    case BudgetStop::Time:
+      return "time";
+    case BudgetStop::Memory:
+      return "memory";
+    case BudgetStop::Cancelled:
+      return "cancelled";
+  }
+  return "none";
+}
 
 Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options) {
   if (!(options.eta > 0) || !(options.eta <= 1)) {
     return error(fmt::format("eta: must be in (0, 1], got {}", options.eta));
   }
+  if (!(options.certificate_gap >= 0) || !(options.certificate_gap < 1)) {
+    return error(
+        fmt::format("certificate_gap: must be in [0, 1), got {}", options.certificate_gap));
+  }
   if (problem.models.empty() || problem.datasets.empty() || problem.pools.empty()) {
     return error("problem: needs at least one dataset, one model and one pool");
   }
+  internal::BudgetMeter meter(options.budget);
+  Expected<SolveResult> result = error("algorithm: unknown");
+  double kappa = guarantee_kappa(problem.target);
   switch (options.algorithm) {
     case Algorithm::DepL:
-      return internal::solve_depl(problem, options, Algorithm::DepL,
-                                  guarantee_kappa(problem.target));
+      result = internal::solve_depl(problem, options, Algorithm::DepL, kappa, meter);
+      break;
     case Algorithm::Exp:
-      return internal::solve_depl(problem, options, Algorithm::Exp, 0.0);
+      kappa = 0;
+      result = internal::solve_depl(problem, options, Algorithm::Exp, kappa, meter);
+      break;
     case Algorithm::Opt:
-      return internal::solve_opt(problem, options);
+      result = internal::solve_opt(problem, options, meter);
+      break;
     case Algorithm::Full:
-      return internal::solve_full(problem, options);
+      result = internal::solve_full(problem, options, meter);
+      break;
   }
-  return error("algorithm: unknown");
+  if (!result) return result;
+  internal::certify(problem, options, kappa, meter, *result);
+  result->stopped = meter.stopped();
+  if (result->stopped != BudgetStop::None && !result->feasible) {
+    result->infeasibility.binding = "solveBudget";
+    result->reason = internal::budget_reason(options.budget, result->stopped);
+  }
+  return result;
 }
 
 }  // namespace depl::solver
