@@ -214,6 +214,72 @@ void scaling(std::uint64_t seed, int instances) {
   fmt::print("\n");
 }
 
+// The large family (instance_families.hpp): every instance solved `repeat` times (the median
+// time is reported), with and without the certificate, alternated.
+void large_family(std::uint64_t first, int instances, int repeat, bool verbose) {
+  fmt::print("## Large family: {} instances, seeds {}..{}{}\n\n", instances, first,
+             first + static_cast<std::uint64_t>(instances) - 1,
+             first >= depl::testing::kLargeHeldOutSeed ? " (held out)" : " (tuning set)");
+  if (verbose) {
+    fmt::print(
+        "| seed | generator | D/V/K/H | deadline | budget | feasible | cost | lower bound | gap | "
+        "classes | ms (plan only) | ms (with certificate) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  }
+  static const char* kKinds[] = {"dataset mix", "deadline/budget", "inter-pool", "switches"};
+  std::vector<double> plan_ms, total_ms, gaps;
+  int feasible = 0, complete = 0;
+  for (int i = 0; i < instances; ++i) {
+    const std::uint64_t seed = first + static_cast<std::uint64_t>(i);
+    const Problem p = depl::testing::large_family_instance(seed);
+    std::vector<double> without, with;
+    Timed certified;
+    for (int r = 0; r < repeat; ++r) {
+      const bool saved = g_certify;
+      g_certify = false;
+      without.push_back(timed_solve(p, Algorithm::DepL).ms);
+      g_certify = true;
+      certified = timed_solve(p, Algorithm::DepL);
+      with.push_back(certified.ms);
+      g_certify = saved;
+    }
+    const SolveResult& r = certified.result;
+    plan_ms.push_back(median(without));
+    total_ms.push_back(median(with));
+    if (r.feasible) {
+      ++feasible;
+      gaps.push_back(r.certificate.gap);
+      complete += r.certificate.complete;
+    }
+    if (verbose) {
+      fmt::print("| {} | {} | {}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n",
+                 seed, kKinds[seed % 4], p.datasets.size(), p.models.size(), p.pools.size(),
+                 p.training.max_epochs, p.target.deadline_seconds ? "yes" : "", p.target.budget ? "yes" : "",
+                 r.feasible ? "yes" : "no: " + r.infeasibility.binding,
+                 r.feasible ? fmt::format("{:.4f}", r.figures.cost) : "",
+                 r.feasible ? fmt::format("{:.4f}", r.certificate.lower_bound) : "",
+                 r.feasible ? fmt::format("{:.2f}%", 100 * r.certificate.gap) : "",
+                 r.stats.bound_classes, median(without), median(with));
+      std::fflush(stdout);
+    }
+  }
+  auto worst = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+  };
+  fmt::print("\n| metric | value |\n|---|---|\n");
+  fmt::print("| feasible | {} of {} |\n", feasible, instances);
+  fmt::print("| solve time with certificate: median / worst | {:.1f} ms / {:.1f} ms |\n",
+             median(total_ms), worst(total_ms));
+  fmt::print("| solve time without certificate: median / worst | {:.1f} ms / {:.1f} ms |\n",
+             median(plan_ms), worst(plan_ms));
+  fmt::print("| certified gap: median / worst | {:.2f}% / {:.2f}% |\n", 100 * median(gaps),
+             100 * worst(gaps));
+  fmt::print("| certified gap <= 1% | {} of {} |\n",
+             std::count_if(gaps.begin(), gaps.end(), [](double g) { return g <= 0.01; }),
+             gaps.size());
+  fmt::print("| certificate searched to its end | {} of {} |\n\n", complete, gaps.size());
+}
+
 void target_instance(std::uint64_t seed) {
   const Problem p = depl::testing::large_instance(seed, 20, 6, 12, 300);
   const Timed depl = timed_solve(p, Algorithm::DepL);
@@ -237,8 +303,16 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   int instances = 0;
   int runs = 10'000;
-  app.add_option("--family", family, "small | paper | scaling | target | all")
-      ->check(CLI::IsMember({"small", "paper", "scaling", "target", "all"}));
+  app.add_option("--family", family, "small | paper | scaling | target | large | all")
+      ->check(CLI::IsMember({"small", "paper", "scaling", "target", "large", "all"}));
+  bool held_out = false;
+  int repeat = 1;
+  bool quiet = false;
+  app.add_flag("--held-out", held_out,
+               "large family: the held-out seeds (from 10001) instead of the tuning set");
+  app.add_option("--repeat", repeat, "large family: solves per instance (median time)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--summary", quiet, "large family: the summary table only");
   app.add_option("--seed", seed, "first seed of each family");
   app.add_option("--instances", instances,
                  "instances per family (default: small 100, paper 20, scaling 3)");
@@ -251,5 +325,10 @@ int main(int argc, char** argv) {
   if (all || family == "paper") paper_family(seed, instances > 0 ? instances : 20, runs);
   if (all || family == "scaling") scaling(seed, instances > 0 ? instances : 3);
   if (all || family == "target") target_instance(seed);
+  if (all || family == "large") {
+    const std::uint64_t first =
+        held_out ? depl::testing::kLargeHeldOutSeed + (seed - 1) : seed;
+    large_family(first, instances > 0 ? instances : 40, repeat, !quiet);
+  }
   return 0;
 }

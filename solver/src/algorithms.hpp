@@ -14,6 +14,9 @@ Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& opti
                                 BudgetMeter& meter);
 SolveResult solve_full(const Problem& problem, const SolveOptions& options, BudgetMeter& meter);
 
+// The share of a time budget the plan's search may use; the certificate has the rest.
+inline constexpr double kPlanShareOfTime = 0.8;
+
 // The reason of a result the budget cut short before any plan was found.
 std::string budget_reason(const SolveBudget& budget, BudgetStop stop);
 

@@ -36,14 +36,16 @@ bool BudgetMeter::check_now() {
   return soft_stopped_;
 }
 
-void BudgetMeter::set_memory(MemoryUse use, std::size_t bytes) {
+bool BudgetMeter::set_memory(MemoryUse use, std::size_t bytes) {
   std::size_t& slot = memory_[static_cast<std::size_t>(use)];
   memory_total_ = memory_total_ - slot + bytes;
   slot = bytes;
   memory_peak_ = std::max(memory_peak_, memory_total_);
-  if (memory_limit_ != 0 && memory_total_ > memory_limit_ && stop_ == BudgetStop::None) {
-    stop_ = BudgetStop::Memory;
+  if (memory_limit_ != 0 && memory_total_ > memory_limit_) {
+    memory_hit_ = true;
+    return false;
   }
+  return true;
 }
 
 Clock::TimePoint BudgetMeter::soften(double fraction) {

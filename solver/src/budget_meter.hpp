@@ -40,8 +40,10 @@ class BudgetMeter {
   // The same, reading the clock now (for coarse loops whose steps are expensive).
   bool check_now();
 
-  // Records that `use` holds `bytes`; exhausts the budget when the total would exceed it.
-  void set_memory(MemoryUse use, std::size_t bytes);
+  // Records that `use` holds `bytes`. False when the total exceeds the memory budget: the
+  // caller then gives up what it was growing (its search ends without a result) and the solve
+  // goes on with what is left; stopped() reports Memory unless time or a cancellation ended it.
+  bool set_memory(MemoryUse use, std::size_t bytes);
   std::size_t memory() const { return memory_total_; }
   std::size_t peak_memory() const { return memory_peak_; }
   // True when `more` bytes beyond the current total still fit (a search checks before growing).
@@ -58,7 +60,9 @@ class BudgetMeter {
   bool soft_stopped() const { return soft_stopped_; }
   void clear_soft();
 
-  BudgetStop stopped() const { return stop_; }
+  BudgetStop stopped() const {
+    return stop_ == BudgetStop::None && memory_hit_ ? BudgetStop::Memory : stop_;
+  }
   const SolveBudget& budget() const { return budget_; }
   // Seconds since the solve started, by the budget's clock.
   double elapsed_seconds() const;
@@ -75,7 +79,8 @@ class BudgetMeter {
   std::size_t memory_total_ = 0;
   std::size_t memory_peak_ = 0;
   unsigned calls_ = 0;
-  BudgetStop stop_ = BudgetStop::None;
+  BudgetStop stop_ = BudgetStop::None;  // Time or Cancelled: every search stops
+  bool memory_hit_ = false;              // some search gave up for memory
   bool soft_stopped_ = false;
 };
 

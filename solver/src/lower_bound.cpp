@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <unordered_map>
 #include <span>
 
 #include "schedule_graph.hpp"
@@ -113,11 +114,7 @@ SelectionData class_data(const SearchContext& ctx, const std::vector<DatasetFigu
     dyn.floor = lp.floor_loss * std::pow(lp.reference_samples / cls.e_high, lp.data_exponent);
     dyn.noise_variance = lp.noise_stddev * lp.noise_stddev;
   }
-  // Every feasible placement: the searches' envelopes keep the ones that matter.
-  data.pareto.resize(problem.models.size());
-  for (std::size_t v = 0; v < problem.models.size(); ++v) {
-    data.pareto[v] = feasible_placements(problem, v, data.samples);
-  }
+  fill_placements(ctx, data);
   return data;
 }
 
@@ -232,6 +229,9 @@ class Envelope {
   std::vector<std::vector<Value>> pareto_;
 };
 
+// Settled phase starts a dominance test compares with, per layer (the latest).
+constexpr std::size_t kDominanceScan = 32;
+
 class BoundSearch {
  public:
   BoundSearch(const SearchContext& ctx, const SelectionData& data,
@@ -247,16 +247,20 @@ class BoundSearch {
     while (!heap_.empty()) {
       const Open top = heap_.front();
       if (!(top.priority < cut())) break;
-      if (nodes_.size() >= options_.max_nodes || ctx_.out_of_budget()) {
+      if (nodes_.size() >= options_.max_nodes || work_ >= options_.max_work ||
+          out_of_memory_ || ctx_.out_of_budget()) {
         result.complete = false;
         break;
       }
       std::pop_heap(heap_.begin(), heap_.end());
       heap_.pop_back();
+      if (dominated(nodes_[top.node])) continue;
+      settle(nodes_[top.node]);
       expand(top.node);
     }
     result.bound = heap_.empty() ? cut() : std::min(cut(), heap_.front().priority);
     result.nodes = nodes_.size();
+    result.work = work_;
     if (goal_) {
       result.goal_seconds = goal_->seconds;
       result.plan = reconstruct();
@@ -371,7 +375,7 @@ class BoundSearch {
     heap_.push_back({priority, static_cast<std::uint32_t>(nodes_.size())});
     std::push_heap(heap_.begin(), heap_.end());
     nodes_.push_back(node);
-    if (nodes_.size() == nodes_.capacity()) report_memory();
+    if (nodes_.size() == nodes_.capacity() && !report_memory()) out_of_memory_ = true;
   }
 
   void push_roots() {
@@ -400,6 +404,38 @@ class BoundSearch {
     }
   }
 
+  // A settled phase start with no more weight, seconds (with a deadline), epochs used, loss
+  // mean and variance, entering the same phase (variant, switch into it) with no more switches
+  // used, can do whatever this one can at no more weight: this one is dropped. Exact (no
+  // rounding); only the latest settled starts of a layer are compared, which keeps the test
+  // cheap and catches most of what a full scan would (A* settles similar states together).
+  bool dominated(const Node& node) const {
+    for (int s = node.switches; s >= 0; --s) {
+      const auto it = settled_.find(layer(node.envelope, s));
+      if (it == settled_.end()) continue;
+      const std::vector<Settled>& list = it->second;
+      const std::size_t from = list.size() > kDominanceScan ? list.size() - kDominanceScan : 0;
+      for (std::size_t i = list.size(); i-- > from;) {
+        const Settled& a = list[i];
+        if (a.weight <= node.weight && a.mean <= node.state.mean &&
+            a.variance <= node.state.variance && a.epochs <= node.epochs &&
+            (!options_.deadline || a.seconds <= node.seconds)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void settle(const Node& node) {
+    settled_[layer(node.envelope, node.switches)].push_back(
+        {node.weight, node.seconds, node.state.mean, node.state.variance, node.epochs});
+  }
+
+  static std::uint64_t layer(int envelope, int switches) {
+    return (static_cast<std::uint64_t>(envelope) << 16) | static_cast<std::uint64_t>(switches);
+  }
+
   // The placements a phase of `epochs` epochs is tried with: the cheapest, or with a deadline
   // every one that is neither dearer nor slower than another.
   // `cheapest` holds the one choice without a deadline. (The Pareto lists stay put: a vector
@@ -424,6 +460,7 @@ class BoundSearch {
     LossState x = node.state;
     const int s = node.switches;
     for (int e = 1; node.epochs + e <= ctx_.horizon(); ++e) {
+      ++work_;
       x = step(dyn, x);
       Envelope::Value cheapest;
       const std::span<const Envelope::Value> phases = choices(node, e, cheapest);
@@ -479,6 +516,7 @@ class BoundSearch {
     const VariantDynamics& dyn = data_.dynamics[node.model];
     LossState x = node.state;
     for (int e = 1; node.epochs + e <= ctx_.horizon(); ++e) {
+      ++work_;
       x = step(dyn, x);
       Envelope::Value cheapest;
       const std::span<const Envelope::Value> phases = choices(node, e, cheapest);
@@ -540,11 +578,11 @@ class BoundSearch {
     return plan;
   }
 
-  void report_memory() {
+  bool report_memory() {
     std::size_t bytes = nodes_.capacity() * sizeof(Node) + heap_.capacity() * sizeof(Open) +
                         bound_.memory_bytes();
     for (const Envelope& e : envelopes_) bytes += e.memory_bytes();
-    ctx_.report_memory(MemoryUse::LowerBound, bytes);
+    return ctx_.report_memory(MemoryUse::LowerBound, bytes);
   }
 
   const SearchContext& ctx_;
@@ -563,6 +601,13 @@ class BoundSearch {
   std::vector<Node> nodes_;
   std::vector<Open> heap_;
   std::optional<Goal> goal_;
+  std::size_t work_ = 0;
+  bool out_of_memory_ = false;
+  struct Settled {
+    double weight, seconds, mean, variance;
+    int epochs;
+  };
+  std::unordered_map<std::uint64_t, std::vector<Settled>> settled_;
 };
 
 }  // namespace
@@ -593,8 +638,10 @@ BoundSearchResult bound_search(const SearchContext& ctx, const SelectionData& da
 
 namespace {
 
-// The certificate's effort: classes searched at most (the time budget applies as well).
+// The certificate's effort: classes searched and epochs stepped through at most (the time
+// budget applies as well).
 constexpr std::size_t kMaxClassEvaluations = 256;
+constexpr std::size_t kMaxWork = 5'000'000;
 constexpr int kLambdaSteps = 8;
 // The constrained search's effort per class (it branches on placements).
 constexpr std::size_t kConstrainedNodes = 50'000;
@@ -671,7 +718,7 @@ class Certifier {
     bool complete = true;
     std::vector<Evaluated> final_classes;
     while (!open.empty() && open.top().bound < target_) {
-      if (evaluations_ >= kMaxClassEvaluations || ctx_.out_of_budget()) {
+      if (evaluations_ >= kMaxClassEvaluations || work_left() == 0 || ctx_.out_of_budget()) {
         complete = false;
         break;
       }
@@ -694,6 +741,7 @@ class Certifier {
     out.complete = complete && !ctx_.out_of_budget();
     out.classes = evaluations_;
     out.searches = searches_;
+    out.work = work_;
     return out;
   }
 
@@ -750,6 +798,10 @@ class Certifier {
     ++evaluations_;
     Evaluated out;
     out.cls = cls;
+    if (ctx_.out_of_budget_now()) {
+      out.complete = false;  // bound 0: nothing proved for this class
+      return out;
+    }
     const SelectionData data =
         class_data(ctx_, figures_, cls, &out.fraction, &out.fraction_share);
     BoundSearchOptions options;
@@ -840,11 +892,16 @@ class Certifier {
   const std::optional<Plan>& found() const { return found_; }
 
  private:
-  BoundSearchResult search(const SelectionData& data, const BoundSearchOptions& options,
+  BoundSearchResult search(const SelectionData& data, BoundSearchOptions options,
                            CostToGo& heuristic) {
     ++searches_;
-    return bound_search(ctx_, data, options, heuristic);
+    options.max_work = work_left();
+    BoundSearchResult r = bound_search(ctx_, data, options, heuristic);
+    work_ += r.work;
+    return r;
   }
+
+  std::size_t work_left() const { return work_ < kMaxWork ? kMaxWork - work_ : 0; }
 
   const SearchContext& ctx_;
   const Problem& problem_;
@@ -854,6 +911,7 @@ class Certifier {
   std::vector<DatasetFigures> figures_;
   std::size_t evaluations_ = 0;
   std::size_t searches_ = 0;
+  std::size_t work_ = 0;
   std::optional<Plan> found_;
   double found_cost_ = kInf;
 };

@@ -61,6 +61,8 @@ struct BoundSearchOptions {
   double eta = 0.002;  // the heuristic's grid
   int cells = 256;    // cells of the heuristic's tables (CostToGo)
   std::size_t max_nodes = 200'000;
+  // Effort: epochs stepped through (expansions and last phases), at most.
+  std::size_t max_work = std::numeric_limits<std::size_t>::max();
   // With a deadline the search keeps, for each phase length, every placement that is neither
   // dearer nor slower than another (not only the cheapest), drops paths that cannot end within
   // it and bounds the weight of those that can: exact for the constrained problem, where the
@@ -80,6 +82,7 @@ struct BoundSearchResult {
   // class a real plan, only its later phases' staging not counted.
   std::optional<Plan> plan;
   std::size_t nodes = 0;
+  std::size_t work = 0;  // epochs stepped through
 };
 
 // The search's heuristic: CostToGo's tables for some data and weights. Tables built for a class
@@ -102,6 +105,7 @@ struct LowerBound {
   bool complete = false;
   std::size_t classes = 0;   // classes searched
   std::size_t searches = 0;  // bound searches run
+  std::size_t work = 0;      // epochs stepped through
   // The cheapest plan the exact evaluator accepts among the searches' minimisers on classes of
   // one selection, if any (it may beat the plan being certified).
   std::optional<Plan> plan;

@@ -83,10 +83,11 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
   std::uint32_t best = 0xFFFFFFFFu;
   while (!queue.empty()) {
     if (ctx.out_of_budget()) break;
-    if (nodes.size() % 65536 == 0) {
-      ctx.report_memory(MemoryUse::Explain, nodes.capacity() * sizeof(Node) +
-                                                queue.size() * sizeof(std::uint32_t) +
-                                                seen.size() * 2 * sizeof(VertexKey));
+    if (nodes.size() % 65536 == 0 &&
+        !ctx.report_memory(MemoryUse::Explain, nodes.capacity() * sizeof(Node) +
+                                                   queue.size() * sizeof(std::uint32_t) +
+                                                   seen.size() * 2 * sizeof(VertexKey))) {
+      break;
     }
     const std::uint32_t i = queue.front();
     queue.pop_front();

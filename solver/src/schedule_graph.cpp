@@ -138,11 +138,18 @@ void ScheduleSearch::settle(const Label& l) {
   if (!options_.fewer_epochs_reexpand) {
     // Only whether some settled label dominates matters, so the index keeps them all.
     DominanceIndex& index = index_[layer_of(l, l.switches)];
-    if (index.empty()) {
+    const std::size_t before = index.memory_bytes();
+    const bool activated = index.empty();
+    if (activated) {
       index.reset(0, mean_cells_);
       scratch_.active_layers.push_back(layer_of(l, l.switches));
     }
     index.insert(l.mean_cell, l.variance_cell, l.weight);
+    scratch_.index_bytes += index.memory_bytes() - before;
+    if (activated &&
+        !ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(labels_.capacity()))) {
+      gave_up_ = true;
+    }
     return;
   }
   auto& layer = frontier_[layer_of(l, l.switches)];
@@ -161,8 +168,8 @@ void ScheduleSearch::push(Label label) {
   if (labels_.size() == labels_.capacity()) {
     // About to grow: account for what the buffers will hold (they double).
     const std::size_t grown = std::max<std::size_t>(2 * labels_.capacity(), 1024);
-    ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(grown));
-    if (ctx_.out_of_budget()) {
+    if (!ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(grown)) ||
+        ctx_.out_of_budget()) {
       gave_up_ = true;
       return;
     }
@@ -343,6 +350,7 @@ std::optional<Plan> ScheduleSearch::next_goal() {
     const Label& l = labels_[top.label];
     if (dominated(l)) continue;
     settle(l);
+    if (gave_up_) return std::nullopt;
     if (++settled_ > options_.max_settled_when_bounded && std::isfinite(options_.weight_bound)) {
       gave_up_ = true;
       return std::nullopt;
@@ -357,12 +365,12 @@ std::optional<Plan> ScheduleSearch::next_goal() {
 }
 
 std::size_t ScheduleSearch::memory_bytes(std::size_t labels) const {
-  std::size_t index = 0;
-  for (const DominanceIndex& i : index_) index += i.memory_bytes();
+  const std::size_t index = scratch_.index_bytes + index_.capacity() * sizeof(DominanceIndex);
   std::size_t frontier = 0;
   for (const auto& layer : frontier_) frontier += layer.capacity() * sizeof(FrontierEntry);
   return labels * (sizeof(Label) + sizeof(QueueEntry)) + index + frontier +
-         cost_to_go_.memory_bytes();
+         cost_to_go_.memory_bytes() +
+         candidate_cache_.capacity() * (sizeof(std::vector<std::uint16_t>) + 8);
 }
 
 Plan ScheduleSearch::reconstruct(std::uint32_t goal) const {

@@ -152,12 +152,24 @@ class ScheduleSearch {
 // its labels, heap, dominance index and bound tables afresh and fault the pages in; handing the
 // next search the previous one's buffers removes that cost. Not for use by two searches at once.
 class ScheduleSearch::Scratch {
+ public:
+  // Bytes the dominance indexes keep between searches.
+  std::size_t index_bytes_kept() const { return index_bytes; }
+  // Gives the indexes' memory back (the next searches allocate what they use again).
+  void release_index() {
+    index.clear();
+    index.shrink_to_fit();
+    active_layers.clear();
+    index_bytes = 0;
+  }
+
  private:
   friend class ScheduleSearch;
   std::vector<Label> labels;
   std::vector<QueueEntry> heap;
   std::vector<DominanceIndex> index;
   std::vector<std::size_t> active_layers;  // entries of `index` the last search used
+  std::size_t index_bytes = 0;             // what the entries of `index` hold, in all
   CostToGo::Memory bound;                  // the tables of the search's CostToGo
 };
 

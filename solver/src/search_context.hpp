@@ -37,8 +37,12 @@ struct SearchContext {
   BudgetMeter* meter = nullptr;
 
   bool out_of_budget() const { return meter != nullptr && meter->exhausted(); }
-  void report_memory(MemoryUse use, std::size_t bytes) const {
-    if (meter != nullptr) meter->set_memory(use, bytes);
+  // The same, reading the clock now: for the start of each search, so that a budget spent (or
+  // a cancellation) is seen before any work, however small the solve.
+  bool out_of_budget_now() const { return meter != nullptr && meter->check_now(); }
+  // False when the solve's memory budget is exceeded: the caller gives up what it grows.
+  bool report_memory(MemoryUse use, std::size_t bytes) const {
+    return meter == nullptr || meter->set_memory(use, bytes);
   }
 
   int max_switches() const { return problem->training.max_switches; }

@@ -18,19 +18,32 @@ SelectionSolver::SelectionSolver(const SearchContext& ctx, double eta, SolveStat
     : ctx_(ctx), eta_(eta), stats_(stats) {}
 
 const SelectionData& SelectionSolver::data(const std::vector<std::size_t>& datasets) {
-  auto& slot = data_[datasets];
-  if (!slot) {
-    slot = std::make_unique<SelectionData>(make_selection_data(ctx_, datasets));
-    for (const auto& p : slot->pareto) stats_.placements += p.size();
-    data_bytes_ += selection_data_bytes(*slot);
-    report_memory();
+  auto found = data_.find(datasets);
+  if (found != data_.end()) return *found->second;
+  auto data = std::make_unique<SelectionData>(make_selection_data(ctx_, datasets));
+  for (const auto& p : data->pareto) stats_.placements += p.size();
+  const std::size_t bytes = selection_data_bytes(*data);
+  // Under a memory budget the memoised data are a cache: past a quarter of the budget the
+  // others are dropped (and made again if needed). Callers hold on to one selection's data
+  // at a time.
+  const std::size_t limit = ctx_.meter ? ctx_.meter->budget().memory_bytes : 0;
+  if (limit > 0 && data_bytes_ + bytes > limit / 4) {
+    data_.clear();
+    data_bytes_ = 0;
   }
-  return *slot;
+  data_bytes_ += bytes;
+  SelectionData& stored = *(data_[datasets] = std::move(data));
+  report_memory();
+  return stored;
 }
 
 std::optional<Candidate> SelectionSolver::search(const SelectionData& data, const Weights& weights,
                                                  double bound) {
   std::optional<Candidate> found;
+  // Under a memory budget the indexes kept from earlier searches are given back once they
+  // hold a quarter of it, rather than letting them end the solve.
+  const std::size_t limit = ctx_.meter ? ctx_.meter->budget().memory_bytes : 0;
+  if (limit > 0 && scratch_.index_bytes_kept() > limit / 4) scratch_.release_index();
   for (bool reexpand : {false, true}) {
     GraphOptions options;
     options.eta = eta_;
@@ -66,7 +79,7 @@ SelectionOutcome& SelectionSolver::cheapest(const std::vector<std::size_t>& data
   SelectionOutcome& out = outcomes_[datasets];
   out.datasets = datasets;
   out.cost_bound = cost_bound;
-  if (ctx_.out_of_budget()) {
+  if (ctx_.out_of_budget_now()) {
     out.cut = true;
     out.deadline_searched = true;
     return out;

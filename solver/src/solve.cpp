@@ -67,6 +67,38 @@ std::vector<Candidate> ranked_plans(const SelectionSolver& solver) {
   return out;
 }
 
+// One phase of one variant on every dataset, the fewest epochs that meet the guarantee, its
+// cheapest placement within the deadline: plans found in microseconds, so that a solve the
+// budget cuts short still has one when the expanded graph is too large to reach a goal in time.
+std::vector<Candidate> single_phase_plans(const SearchContext& ctx, SelectionSolver& solver) {
+  std::vector<Candidate> out;
+  const Problem& problem = *ctx.problem;
+  std::vector<std::size_t> all(problem.datasets.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const SelectionData& data = solver.data(all);
+  for (std::size_t v = 0; v < problem.models.size(); ++v) {
+    if (data.pareto[v].empty() || ctx.out_of_budget_now()) continue;
+    LossState state = initial_state(ctx, v);
+    if (ctx.start_model != kNone && ctx.start_model != static_cast<int>(v)) {
+      const int sw = ctx.switch_index[static_cast<std::size_t>(ctx.start_model)][v];
+      if (sw == kNone || ctx.max_switches() < 1) continue;
+      const Switch& s = problem.switching[static_cast<std::size_t>(sw)];
+      state.mean += s.jump_mean;
+      state.variance += s.jump_stddev * s.jump_stddev;
+    }
+    for (int e = 1; e <= ctx.horizon(); ++e) {
+      state = step(data.dynamics[v], state);
+      if (!meets(ctx.kappa, problem.target.loss, state.mean, state.variance)) continue;
+      const Placement& any = data.pareto[v].front();
+      const Plan plan{all, {{v, e, any.pool, any.workers}}};
+      std::size_t checked = 0;
+      if (auto c = refine_placements(ctx, data, plan, true, checked)) out.push_back(*c);
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
@@ -75,13 +107,23 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
   result.algorithm = algorithm;
   const SearchContext ctx = make_context(problem, kappa, &meter);
   SelectionSolver solver(ctx, options.eta, result.stats);
-  const std::optional<Candidate> best = select_datasets(ctx, solver);
+  const std::vector<Candidate> quick = single_phase_plans(ctx, solver);
+  std::optional<Candidate> best = select_datasets(ctx, solver);
+  for (const Candidate& c : quick) {
+    if (c.score.deadline && (!best || better(c, *best))) best = c;
+  }
   const bool exp = algorithm == Algorithm::Exp;
 
   if (best && best->score.budget) {
     // The selection's best first, then the others, in case the exact evaluator disagrees.
     std::vector<Candidate> candidates{*best};
-    for (Candidate& c : ranked_plans(solver)) {
+    std::vector<Candidate> others = ranked_plans(solver);
+    for (const Candidate& c : quick) {
+      if (c.score.deadline) others.push_back(c);
+    }
+    std::sort(others.begin(), others.end(),
+              [](const Candidate& a, const Candidate& b) { return better(a, b); });
+    for (Candidate& c : others) {
       if (!(c.plan == best->plan)) candidates.push_back(std::move(c));
     }
     for (const Candidate& c : candidates) {
@@ -165,6 +207,7 @@ void certify(const Problem& problem, const SolveOptions& options, double kappa,
   const LowerBound bound = certify_lower_bound(ctx, target, options.eta, std::nullopt);
   result.stats.bound_classes = bound.classes;
   result.stats.bound_searches = bound.searches;
+  result.stats.bound_work = bound.work;
   if (bound.plan) {
     Figures figures = evaluate(problem, *bound.plan);
     if (figures.feasible && better_plan(figures.cost, figures.duration_seconds,
@@ -211,6 +254,9 @@ Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options)
     return error("problem: needs at least one dataset, one model and one pool");
   }
   internal::BudgetMeter meter(options.budget);
+  const bool certifying = options.algorithm == Algorithm::DepL && options.certify;
+  // The plan's search leaves part of the time budget to the certificate.
+  if (certifying) meter.soften(internal::kPlanShareOfTime);
   Expected<SolveResult> result = error("algorithm: unknown");
   double kappa = guarantee_kappa(problem.target);
   switch (options.algorithm) {
@@ -229,11 +275,19 @@ Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options)
       break;
   }
   if (!result) return result;
-  internal::certify(problem, options, kappa, meter, *result);
-  result->stopped = meter.stopped();
-  if (result->stopped != BudgetStop::None && !result->feasible) {
+  // Whether the plan's search was cut short (by the budget, or by its share of the time).
+  BudgetStop stopped = meter.stopped();
+  if (stopped == BudgetStop::None && meter.soft_stopped()) stopped = BudgetStop::Time;
+  meter.clear_soft();
+  if (result->feasible) result->certificate = {0.0, 1.0, false};  // until the certificate says more
+  if (certifying && meter.stopped() == BudgetStop::None) {
+    internal::certify(problem, options, kappa, meter, *result);
+  }
+  if (meter.stopped() == BudgetStop::Cancelled) stopped = BudgetStop::Cancelled;
+  result->stopped = stopped;
+  if (stopped != BudgetStop::None && !result->feasible) {
     result->infeasibility.binding = "solveBudget";
-    result->reason = internal::budget_reason(options.budget, result->stopped);
+    result->reason = internal::budget_reason(options.budget, stopped);
   }
   return result;
 }

@@ -78,6 +78,7 @@ struct SolveStats {
   std::size_t plans_checked = 0;   // candidate plans scored by the exact evaluator
   std::size_t bound_classes = 0;   // selection classes the certificate searched
   std::size_t bound_searches = 0;  // searches the certificate ran
+  std::size_t bound_work = 0;      // epochs the certificate's searches stepped through
 };
 
 // How far a plan can be from the optimum: no plan that meets the guarantee, the deadline and the
