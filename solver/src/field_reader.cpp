@@ -260,7 +260,7 @@ std::optional<int> ObjectReader::small_integer(std::string_view key, Presence pr
 }
 
 std::optional<std::string> ObjectReader::string(std::string_view key, Presence presence,
-                                                bool allow_empty) {
+                                                bool allow_empty, std::size_t max_length) {
   const json* value = require(key, presence);
   if (!value) return std::nullopt;
   if (!value->is_string()) {
@@ -272,12 +272,19 @@ std::optional<std::string> ObjectReader::string(std::string_view key, Presence p
     diagnostics_->add(path_of(key), "must not be empty");
     return std::nullopt;
   }
+  if (max_length > 0 && text.size() > max_length) {
+    diagnostics_->add(path_of(key), fmt::format("must be at most {} characters, got {}",
+                                                max_length, text.size()));
+    return std::nullopt;
+  }
   return text;
 }
 
 std::optional<std::vector<std::string>> ObjectReader::string_list(std::string_view key,
-                                                                  Presence presence) {
-  const json* value = list(key, presence);
+                                                                  Presence presence,
+                                                                  std::size_t max_items,
+                                                                  std::size_t max_length) {
+  const json* value = list(key, presence, max_items);
   if (!value) return std::nullopt;
   std::vector<std::string> items;
   bool ok = true;
@@ -289,6 +296,11 @@ std::optional<std::vector<std::string>> ObjectReader::string_list(std::string_vi
       ok = false;
     } else if (item.get_ref<const std::string&>().empty()) {
       diagnostics_->add(item_path, "must not be empty");
+      ok = false;
+    } else if (max_length > 0 && item.get_ref<const std::string&>().size() > max_length) {
+      diagnostics_->add(item_path,
+                        fmt::format("must be at most {} characters, got {}", max_length,
+                                    item.get_ref<const std::string&>().size()));
       ok = false;
     } else {
       items.push_back(item.get<std::string>());
@@ -304,11 +316,17 @@ std::optional<ObjectReader> ObjectReader::object(std::string_view key, Presence 
   return read_object(*value, path_of(key), *diagnostics_);
 }
 
-const json* ObjectReader::list(std::string_view key, Presence presence) {
+const json* ObjectReader::list(std::string_view key, Presence presence, std::size_t max_items) {
   const json* value = require(key, presence);
   if (!value) return nullptr;
   if (!value->is_array()) {
     type_error(key, "a list", *value);
+    return nullptr;
+  }
+  if (max_items > 0 && value->size() > max_items) {
+    // Past this the solver's budget could not promise an answer: the schema says the same.
+    diagnostics_->add(path_of(key), fmt::format("must list at most {} items, got {}", max_items,
+                                                value->size()));
     return nullptr;
   }
   return value;

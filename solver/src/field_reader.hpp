@@ -83,13 +83,18 @@ class ObjectReader {
   // An int-sized integer.
   std::optional<int> small_integer(std::string_view key, Presence presence,
                                    const Range& range = Range::any());
+  // `max_length` in bytes (0: none).
   std::optional<std::string> string(std::string_view key, Presence presence,
-                                    bool allow_empty = false);
-  std::optional<std::vector<std::string>> string_list(std::string_view key, Presence presence);
+                                    bool allow_empty = false, std::size_t max_length = 0);
+  // At most `max_items` strings (0: any number) of at most `max_length` bytes each.
+  std::optional<std::vector<std::string>> string_list(std::string_view key, Presence presence,
+                                                      std::size_t max_items = 0,
+                                                      std::size_t max_length = 0);
   // A nested mapping, or nullopt (recording an error when it is the wrong kind or missing).
   std::optional<ObjectReader> object(std::string_view key, Presence presence);
-  // A nested list; nullptr when absent (recording an error when required) or the wrong kind.
-  const nlohmann::json* list(std::string_view key, Presence presence);
+  // A nested list; nullptr when absent (recording an error when required), the wrong kind or
+  // longer than `max_items` (0: any length).
+  const nlohmann::json* list(std::string_view key, Presence presence, std::size_t max_items = 0);
 
   Diagnostics& diagnostics() { return *diagnostics_; }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "depl/solver/limits.hpp"
 #include "depl/solver/parse.hpp"
 #include "field_reader.hpp"
 #include "parse_common.hpp"
@@ -27,9 +28,6 @@ using parse_detail::with_source;
 constexpr std::string_view kApiVersion = "depl.dev/v1alpha1";
 constexpr std::string_view kKind = "DependableTrainingJob";
 
-// Guards for the solver's search, whose size grows with these; far beyond any real job.
-constexpr int kMaxEpochsLimit = 100'000;
-constexpr int kMaxSwitchesLimit = 1'000;
 
 constexpr Presence kRequired = Presence::Required;
 constexpr Presence kOptional = Presence::Optional;
@@ -60,7 +58,7 @@ void read_target(ObjectReader& spec, Target& target) {
 }
 
 void read_datasets(ObjectReader& spec, std::vector<Dataset>& datasets) {
-  const json* list = spec.list("datasets", kRequired);
+  const json* list = spec.list("datasets", kRequired, limits::kDatasets);
   if (!list) return;
   if (list->empty()) {
     spec.diagnostics().add(spec.path_of("datasets"), "must list at least one dataset");
@@ -73,14 +71,15 @@ void read_datasets(ObjectReader& spec, std::vector<Dataset>& datasets) {
     if (!reader) continue;
     reader->allow_only({"name", "samples", "quality", "sizeBytes", "locality"}, {"source"});
     Dataset dataset;
-    dataset.name = reader->string("name", kRequired).value_or("");
+    dataset.name = reader->string("name", kRequired, false, limits::kNameLength).value_or("");
     names.check(*reader, dataset.name);
     dataset.samples = reader->integer("samples", kRequired, Range::above(0)).value_or(0);
     dataset.quality = reader->number("quality", kOptional, Range::between(0, false, 1, true))
                           .value_or(dataset.quality);
     dataset.size_bytes = reader->quantity("sizeBytes", kOptional, Range::at_least(0)).value_or(0);
     dataset.locality =
-        reader->string_list("locality", kOptional).value_or(std::vector<std::string>{});
+        reader->string_list("locality", kOptional, limits::kLocality, limits::kNameLength)
+            .value_or(std::vector<std::string>{});
     datasets.push_back(std::move(dataset));
   }
 }
@@ -112,7 +111,7 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
 // the names).
 bool read_models(ObjectReader& spec, double all_effective_samples,
                  std::vector<ModelVariant>& models) {
-  const json* list = spec.list("models", kRequired);
+  const json* list = spec.list("models", kRequired, limits::kModels);
   if (!list) return false;
   if (list->empty()) {
     spec.diagnostics().add(spec.path_of("models"), "must list at least one model variant");
@@ -130,15 +129,18 @@ bool read_models(ObjectReader& spec, double all_effective_samples,
                         "lossProfile"},
                        {"resources", "env"});
     ModelVariant model;
-    model.name = reader->string("name", kRequired).value_or("");
+    model.name = reader->string("name", kRequired, false, limits::kNameLength).value_or("");
     names.check(*reader, model.name);
-    model.image = reader->string("image", kRequired).value_or("");
+    model.image = reader->string("image", kRequired, false, limits::kImageLength).value_or("");
     model.compute_per_sample_gflop =
         reader->number("computePerSampleGflop", kRequired, Range::above(0)).value_or(0);
     model.parameter_bytes =
         reader->quantity("parameterBytes", kRequired, Range::at_least(0)).value_or(0);
     model.gpus_per_worker =
-        reader->small_integer("gpusPerWorker", kOptional, Range::at_least(1)).value_or(1);
+        reader
+            ->small_integer("gpusPerWorker", kOptional,
+                            Range::between(1, true, limits::kGpusPerWorker, true))
+            .value_or(1);
     read_loss_profile(*reader, all_effective_samples, model.loss);
     complete = complete && !model.name.empty();
     models.push_back(std::move(model));
@@ -150,7 +152,7 @@ bool read_models(ObjectReader& spec, double all_effective_samples,
 // list itself is broken, so that one mistake there does not echo through every switch.
 std::optional<std::string> read_switch_end(ObjectReader& reader, std::string_view key,
                                            const std::vector<std::string>* known) {
-  auto name = reader.string(key, kRequired);
+  auto name = reader.string(key, kRequired, false, limits::kNameLength);
   if (!name || !known) return name;
   const std::vector<std::string>& model_names = *known;
   if (std::find(model_names.begin(), model_names.end(), *name) != model_names.end()) return name;
@@ -166,7 +168,7 @@ std::optional<std::string> read_switch_end(ObjectReader& reader, std::string_vie
 
 void read_switching(ObjectReader& spec, const std::vector<ModelVariant>& models,
                     bool models_complete, std::vector<Switch>& switching) {
-  const json* list = spec.list("switching", kOptional);
+  const json* list = spec.list("switching", kOptional, limits::kSwitches);
   if (!list) return;
   std::vector<std::string> model_names;
   for (const auto& model : models) model_names.push_back(model.name);
@@ -207,20 +209,25 @@ void read_training(ObjectReader& spec, Training& training) {
   auto reader = spec.object("training", kOptional);
   if (!reader) return;
   reader->allow_only({"batchSize", "maxEpochs", "maxSwitches", "workers"});
-  training.batch_size = reader->small_integer("batchSize", kOptional, Range::at_least(1))
-                            .value_or(training.batch_size);
+  training.batch_size =
+      reader
+          ->small_integer("batchSize", kOptional, Range::between(1, true, limits::kBatchSize, true))
+          .value_or(training.batch_size);
   training.max_epochs =
-      reader->small_integer("maxEpochs", kOptional, Range::between(1, true, kMaxEpochsLimit, true))
+      reader
+          ->small_integer("maxEpochs", kOptional, Range::between(1, true, limits::kMaxEpochs, true))
           .value_or(training.max_epochs);
-  training.max_switches = reader
-                              ->small_integer("maxSwitches", kOptional,
-                                              Range::between(0, true, kMaxSwitchesLimit, true))
-                              .value_or(training.max_switches);
+  training.max_switches =
+      reader
+          ->small_integer("maxSwitches", kOptional,
+                          Range::between(0, true, limits::kMaxSwitches, true))
+          .value_or(training.max_switches);
   auto workers = reader->object("workers", kOptional);
   if (!workers) return;
   workers->allow_only({"min", "max"});
-  const auto min = workers->small_integer("min", kOptional, Range::at_least(1));
-  const auto max = workers->small_integer("max", kOptional, Range::at_least(1));
+  const Range worker_range = Range::between(1, true, limits::kWorkers, true);
+  const auto min = workers->small_integer("min", kOptional, worker_range);
+  const auto max = workers->small_integer("max", kOptional, worker_range);
   training.min_workers = min.value_or(training.min_workers);
   training.max_workers = max.value_or(training.max_workers);
   const bool max_valid = max.has_value() || workers->get("max") == nullptr;

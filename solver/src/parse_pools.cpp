@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <climits>
 
+#include "depl/solver/limits.hpp"
 #include "depl/solver/parse.hpp"
 #include "field_reader.hpp"
 #include "parse_common.hpp"
@@ -68,6 +69,12 @@ void read_gpu_count(ObjectReader& reader, Pool& pool) {
 void read_inter_pool(ObjectReader& reader, Pool& pool) {
   auto links = reader.object("interPool", kOptional);
   if (!links) return;
+  if (links->keys().size() > limits::kInterPool) {
+    reader.diagnostics().add(reader.path_of("interPool"),
+                             fmt::format("must have at most {} entries, got {}",
+                                         limits::kInterPool, links->keys().size()));
+    return;
+  }
   for (const auto& key : links->keys()) {
     if (auto bandwidth = links->quantity(key, kRequired, Range::above(0))) {
       pool.inter_pool[key] = *bandwidth;
@@ -83,7 +90,7 @@ void read_pools(const json& object, std::vector<Pool>& pools, Diagnostics& diagn
   }
   ObjectReader root(object, "", diagnostics);
   root.allow_only({"pools"});
-  const json* list = root.list("pools", kRequired);
+  const json* list = root.list("pools", kRequired, limits::kPools);
   if (!list) return;
   UniqueNames names("name");
   for (std::size_t i = 0; i < list->size(); ++i) {
@@ -104,7 +111,7 @@ void read_pools(const json& object, std::vector<Pool>& pools, Diagnostics& diagn
       pool.name = *name;
       names.check(*reader, pool.name);
     }
-    pool.gpu_type = reader->string("gpuType", kRequired).value_or("");
+    pool.gpu_type = reader->string("gpuType", kRequired, false, limits::kNameLength).value_or("");
     read_gpu_count(*reader, pool);
     pool.gpu_gflops = reader->number("gpuGflops", kRequired, Range::above(0)).value_or(0);
     pool.price_per_gpu_hour =

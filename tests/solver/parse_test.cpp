@@ -295,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"ParameterBytesRequired", "/spec/models/0/parameterBytes", std::nullopt,
                  "spec.models[0].parameterBytes: is required"},
         RuleCase{"GpusPerWorker", "/spec/models/0/gpusPerWorker", json(0),
-                 "spec.models[0].gpusPerWorker: must be >= 1, got 0"},
+                 "spec.models[0].gpusPerWorker: must be in [1,16], got 0"},
         RuleCase{"GpusPerWorkerInteger", "/spec/models/0/gpusPerWorker", json(1.5),
                  "spec.models[0].gpusPerWorker: must be an integer, got 1.5"},
         RuleCase{"LossProfileRequired", "/spec/models/1/lossProfile", std::nullopt,
@@ -344,17 +344,17 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"TrainingShape", "/spec/training", json("fast"),
                  "spec.training: must be a mapping, got \"fast\""},
         RuleCase{"BatchSize", "/spec/training/batchSize", json(0),
-                 "spec.training.batchSize: must be >= 1, got 0"},
+                 "spec.training.batchSize: must be in [1,1048576], got 0"},
         RuleCase{"BatchSizeHuge", "/spec/training/batchSize", json(1e12),
-                 "spec.training.batchSize: must be at most 2147483647, got 1000000000000"},
+                 "spec.training.batchSize: must be in [1,1048576], got 1000000000000"},
         RuleCase{"MaxEpochs", "/spec/training/maxEpochs", json(0),
-                 "spec.training.maxEpochs: must be in [1,100000], got 0"},
+                 "spec.training.maxEpochs: must be in [1,1000], got 0"},
         RuleCase{"MaxSwitches", "/spec/training/maxSwitches", json(-1),
-                 "spec.training.maxSwitches: must be in [0,1000], got -1"},
+                 "spec.training.maxSwitches: must be in [0,4], got -1"},
         RuleCase{"WorkersMin", "/spec/training/workers/min", json(0),
-                 "spec.training.workers.min: must be >= 1, got 0"},
+                 "spec.training.workers.min: must be in [1,64], got 0"},
         RuleCase{"WorkersMaxBelowMin", "/spec/training/workers/max", json(0.0),
-                 "spec.training.workers.max: must be >= 1, got 0"},
+                 "spec.training.workers.max: must be in [1,64], got 0"},
         RuleCase{"WorkersInteger", "/spec/training/workers/max", json(2.5),
                  "spec.training.workers.max: must be an integer, got 2.5"},
         RuleCase{"WorkersMinAboveDefaultMax", "/spec/training/workers", json{{"min", 10}},
@@ -395,7 +395,7 @@ TEST(ParseJob, CollectsEveryErrorNotJustTheFirst) {
                                   "spec.datasets[1].quality: must be in (0,1], got -1",
                                   "spec.models[1].lossProfile.decayPerEpoch: must be in (0,1), "
                                   "got 1.2",
-                                  "spec.training.maxEpochs: must be in [1,100000], got 0"));
+                                  "spec.training.maxEpochs: must be in [1,1000], got 0"));
   auto parsed = parse_job_json(job);
   ASSERT_FALSE(parsed.has_value());
   EXPECT_EQ(parsed.error().joined(), fmt::format("{}", fmt::join(errors, "\n")));
