@@ -13,6 +13,10 @@ inline constexpr int kExitFailure = 1;     // the job or operation did not succe
 inline constexpr int kExitBadInput = 2;    // bad arguments or input files
 inline constexpr int kExitInfeasible = 3;  // plan: no plan meets the constraints
 
+struct PlanRequest;
+// --time-budget and --memory-budget, shared by plan and simulate.
+void add_budget_options(CLI::App& cmd, PlanRequest& request);
+
 // Each adds a subcommand to `app`; the subcommand's callback stores its exit code in `exit_code`.
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);

@@ -65,6 +65,16 @@ int run_plan(const PlanArgs& args) {
 
 }  // namespace
 
+void add_budget_options(CLI::App& cmd, PlanRequest& request) {
+  cmd.add_option("--time-budget", request.time_budget_seconds,
+                 "Seconds the solve may take (0: no limit); past them the best plan found so "
+                 "far is printed, marked budget-limited")
+      ->capture_default_str();
+  cmd.add_option("--memory-budget", request.memory_budget,
+                 "Working memory of the solve, as a quantity (0: no limit)")
+      ->capture_default_str();
+}
+
 void add_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand(
@@ -80,6 +90,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--eta", args->request.eta,
                   "Discretisation step of the expanded graph, relative to the loss range");
   cmd->add_option("--plot", args->plot_path, "Write an SVG of the predicted loss to this file");
+  add_budget_options(*cmd, args->request);
   cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
 }
 

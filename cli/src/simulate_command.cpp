@@ -101,6 +101,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--eta", args->request.eta,
                   "Discretisation step of the expanded graph, relative to the loss range");
+  add_budget_options(*cmd, args->request);
   cmd->add_option("-o,--output", args->output, "Output format: table, json or yaml")
       ->capture_default_str();
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });

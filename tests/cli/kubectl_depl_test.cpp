@@ -353,6 +353,57 @@ TEST_F(KubectlDepl, BadFlagsAreBadInput) {
   EXPECT_EQ(run({}).exit_code, 2);
 }
 
+TEST_F(KubectlDepl, PlanCarriesItsCertificate) {
+  const ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  const nlohmann::json& p = j.at("predicted");
+  ASSERT_TRUE(p.contains("lowerBound")) << p.dump();
+  EXPECT_LE(p.at("lowerBound").get<double>(), p.at("cost").get<double>());
+  EXPECT_GT(p.at("lowerBound").get<double>(), 0);
+  EXPECT_NEAR(p.at("gap").get<double>(),
+              1 - p.at("lowerBound").get<double>() / p.at("cost").get<double>(), 1e-9);
+  EXPECT_EQ(j.at("budgetLimited"), false);
+  EXPECT_FALSE(j.contains("budgetStop"));
+  const ProcessResult table = run({"plan", "-f", job_, "--pools", pools_});
+  EXPECT_THAT(table.out, HasSubstr("Certified: no plan costs less than"));
+}
+
+TEST_F(KubectlDepl, ABudgetThatRunsOutIsSaidAndTheBestPlanStillPrinted) {
+  // A tiny memory budget cuts every graph search; the one-phase plans remain.
+  const ProcessResult r = run(
+      {"plan", "-f", job_, "--pools", pools_, "-o", "json", "--memory-budget", "1Ki"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j.at("budgetLimited"), true);
+  EXPECT_EQ(j.at("budgetStop"), "memory");
+  const ProcessResult table =
+      run({"plan", "-f", job_, "--pools", pools_, "--memory-budget", "1Ki"});
+  EXPECT_THAT(table.out, HasSubstr("Budget-limited"));
+}
+
+TEST_F(KubectlDepl, BudgetFlagsAreChecked) {
+  ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "--time-budget", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--time-budget"));
+  r = run({"plan", "-f", job_, "--pools", pools_, "--memory-budget", "lots"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--memory-budget"));
+  // 0 means no limit.
+  r = run({"plan", "-f", job_, "--pools", pools_, "--time-budget", "0", "--memory-budget", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(KubectlDepl, InputsPastTheSchemasLimitsAreBadInputNamingTheField) {
+  const std::string job =
+      with_replaced("    maxEpochs: 40\n", "    maxEpochs: 1001\n    maxSwitches: 5\n");
+  const ProcessResult r = run({"plan", "-f", job, "--pools", pools_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.training.maxEpochs: must be in [1,1000], got 1001"));
+  EXPECT_THAT(r.err, HasSubstr("spec.training.maxSwitches: must be in [0,4], got 5"));
+  EXPECT_TRUE(r.out.empty());
+}
+
 TEST_F(KubectlDepl, PlotWritesAWellFormedSvgWithTheTargetLine) {
   const std::string svg_path = (dir_ / "loss.svg").string();
   const ProcessResult r = run({"plan", "-f", job_, "--pools", pools_, "--plot", svg_path});

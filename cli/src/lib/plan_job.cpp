@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "depl/cli/input_files.hpp"
+#include "depl/common/quantity.hpp"
 
 namespace depl::cli {
 
@@ -29,6 +30,22 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
     } else {
       options.eta = eta;
     }
+  }
+  if (!std::isfinite(request.time_budget_seconds) || request.time_budget_seconds < 0) {
+    errors.push_back(fmt::format("--time-budget: must be a number of seconds >= 0 (0: no limit), "
+                                 "got {}",
+                                 request.time_budget_seconds));
+  } else {
+    options.budget.time = std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(request.time_budget_seconds * 1000)));
+  }
+  if (auto bytes = parse_quantity(request.memory_budget); !bytes) {
+    errors.push_back(fmt::format("--memory-budget: {}", bytes.error().message));
+  } else if (!(*bytes >= 0) || !std::isfinite(*bytes)) {
+    errors.push_back(fmt::format("--memory-budget: must be >= 0 (0: no limit), got {}",
+                                 request.memory_budget));
+  } else {
+    options.budget.memory_bytes = static_cast<std::size_t>(*bytes);
   }
   std::vector<std::string> warnings;
   auto problem = load_problem(request.job_path, request.pools_path, &warnings);

@@ -96,6 +96,17 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
                       {"kappa", figures.kappa},
                       {"lossBound", figures.loss_mean + figures.kappa * figures.loss_stddev},
                       {"meetsGuarantee", figures.meets_guarantee}};
+  if (result.feasible && figures.feasible && result.algorithm != solver::Algorithm::Exp &&
+      result.algorithm != solver::Algorithm::Full) {
+    // The certificate: no plan meeting the constraints costs less than lowerBound.
+    out["predicted"]["lowerBound"] = result.certificate.lower_bound;
+    out["predicted"]["gap"] = result.certificate.gap;
+    out["predicted"]["lowerBoundComplete"] = result.certificate.complete;
+  }
+  out["budgetLimited"] = result.stopped != solver::BudgetStop::None;
+  if (result.stopped != solver::BudgetStop::None) {
+    out["budgetStop"] = solver::to_string(result.stopped);
+  }
   out["target"] = target_json(problem.target);
   out["violations"] = figures.violations;
   if (!out["feasible"].get<bool>()) {
@@ -110,7 +121,9 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
   json stats = {{"datasetSets", result.stats.dataset_sets},
                 {"placements", result.stats.placements},
                 {"graphStates", result.stats.graph_states},
-                {"plansChecked", result.stats.plans_checked}};
+                {"plansChecked", result.stats.plans_checked},
+                {"boundClasses", result.stats.bound_classes},
+                {"boundSearches", result.stats.bound_searches}};
   if (timing) stats["solveSeconds"] = timing->seconds;
   out["stats"] = stats;
   return out;
@@ -124,6 +137,12 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
 
   out += fmt::format("Plan ({}): {}\n", solver::to_string(result.algorithm),
                      feasible ? "feasible" : "INFEASIBLE");
+  if (result.stopped != solver::BudgetStop::None) {
+    out += fmt::format(
+        "Budget-limited: the solve stopped early ({}); {}\n", solver::to_string(result.stopped),
+        result.plan.phases.empty() ? "no plan was found by then"
+                                   : "this is the best plan it had found by then");
+  }
   if (!feasible) {
     const std::string reason = !result.reason.empty()       ? result.reason
                                : figures.violations.empty() ? std::string("no plan found")
@@ -197,6 +216,14 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
   totals.add_row({"P(target)", format_probability(figures.probability),
                   fmt::format(">= {} ({})", target.probability, guarantee_name(target.guarantee))});
   out += totals.render(2);
+  if (feasible && (result.algorithm == solver::Algorithm::DepL ||
+                   result.algorithm == solver::Algorithm::Opt)) {
+    out += fmt::format("\nCertified: no plan costs less than {:.4g} (this one is within {} of the "
+                       "optimum{})\n",
+                       result.certificate.lower_bound,
+                       fmt::format("{:.2f}%", 100 * result.certificate.gap),
+                       result.certificate.complete ? "" : "; the bound's search was cut short");
+  }
 
   if (!figures.violations.empty() && walkable(figures, result.plan)) {
     out += "\nViolated:\n";

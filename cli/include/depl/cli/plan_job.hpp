@@ -3,6 +3,7 @@
 // stderr, one per line, each naming the file or flag and what is wrong.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct PlanRequest {
   std::string pools_path;
   std::string algorithm = "depl";  // depl | opt | exp | full
   std::optional<double> eta;       // the solver's default when not given
+  // The solve's budget: seconds and a memory quantity ("96Mi"); 0 means no limit.
+  double time_budget_seconds = std::chrono::duration<double>(solver::kDefaultTimeBudget).count();
+  std::string memory_budget = "96Mi";
 };
 
 struct PlannedJob {

@@ -41,6 +41,12 @@ struct SolveBudget {
   const Clock* clock = nullptr;  // nullptr: the steady clock
 };
 
+// The budget the CLI and the controller give a solve unless told otherwise: the largest job
+// the schema admits is planned, or declared over budget, within it, and four concurrent solves
+// fit the controller's 512Mi (docs/benchmarks.md, "Solver budget").
+inline constexpr std::chrono::milliseconds kDefaultTimeBudget{10'000};
+inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{96} << 20;
+
 enum class BudgetStop {
   None,       // the solve ran to completion
   Time,       // SolveBudget::time ran out
