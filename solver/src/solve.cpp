@@ -280,7 +280,8 @@ Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options)
   if (stopped == BudgetStop::None && meter.soft_stopped()) stopped = BudgetStop::Time;
   meter.clear_soft();
   if (result->feasible) result->certificate = {0.0, 1.0, false};  // until the certificate says more
-  if (certifying && meter.stopped() == BudgetStop::None) {
+  // OPT's plan is its own certificate when its enumeration ran to the end.
+  if ((certifying || options.algorithm == Algorithm::Opt) && meter.stopped() == BudgetStop::None) {
     internal::certify(problem, options, kappa, meter, *result);
   }
   if (meter.stopped() == BudgetStop::Cancelled) stopped = BudgetStop::Cancelled;

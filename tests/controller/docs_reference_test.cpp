@@ -48,6 +48,9 @@ TEST(CrdReference, ListsEveryFieldWithItsBoundsAndDefaults) {
   EXPECT_THAT(md, HasSubstr("| `spec.podTemplate.nodeSelector` | map of string |"));
   EXPECT_THAT(md, HasSubstr("| P(target) | number | `.status.plan.predicted.probability` |"));
   EXPECT_THAT(md, HasSubstr("| Short names | `dtj` |"));
+  EXPECT_THAT(md, HasSubstr("| `spec.datasets` | array of object | yes |  | at least 1 item(s), "
+                            "at most 64 item(s) |"));
+  EXPECT_THAT(md, HasSubstr("at least 1 character(s), at most 512 character(s)"));
 }
 
 TEST(CrdReference, Regenerate) {

@@ -56,8 +56,12 @@ inline std::string constraints_text(const nlohmann::json& s) {
   }
   if (s.contains("minItems"))
     parts.push_back(fmt::format("at least {} item(s)", number_text(s["minItems"])));
+  if (s.contains("maxItems"))
+    parts.push_back(fmt::format("at most {} item(s)", number_text(s["maxItems"])));
   if (s.contains("minLength"))
     parts.push_back(fmt::format("at least {} character(s)", number_text(s["minLength"])));
+  if (s.contains("maxLength"))
+    parts.push_back(fmt::format("at most {} character(s)", number_text(s["maxLength"])));
   if (s.contains("format"))
     parts.push_back(fmt::format("format {}", s["format"].get<std::string>()));
   return fmt::format("{}", fmt::join(parts, ", "));
