@@ -122,6 +122,56 @@ class KubectlDepl : public ::testing::Test {
     return write("edited-job.yaml", job);
   }
 
+  // A job of `datasets` datasets and `models` variants with every switch listed, maxEpochs 1000,
+  // maxSwitches 4 and up to 64 workers: at the schema's limits with (64, 12).
+  std::string write_wide_job(std::size_t datasets, std::size_t models,
+                             std::size_t name_length = 0) {
+    std::string y =
+        "apiVersion: depl.dev/v1alpha1\nkind: DependableTrainingJob\nmetadata:\n  name: wide\n"
+        "spec:\n  target:\n    loss: 0.6\n    probability: 0.9\n  datasets:\n";
+    for (std::size_t d = 0; d < datasets; ++d) {
+      std::string name = "data-" + std::to_string(d);
+      if (d == 0 && name_length > name.size()) name += std::string(name_length - name.size(), 'x');
+      y += "    - name: " + name + "\n      samples: " + std::to_string(20000 + 1000 * d) +
+           "\n      quality: 0.8\n      sizeBytes: 2G\n";
+    }
+    y += "  models:\n";
+    for (std::size_t m = 0; m < models; ++m) {
+      const double ratio = 1.0 - 0.9 * static_cast<double>(m) / static_cast<double>(models - 1);
+      y += "    - name: m" + std::to_string(m) + "\n      image: registry.example/m" +
+           std::to_string(m) + ":1\n      computePerSampleGflop: " + std::to_string(30 * ratio) +
+           "\n      parameterBytes: 100M\n      lossProfile:\n        initialLoss: 2.2\n" +
+           "        floorLoss: " + std::to_string(0.2 + 0.4 * (1 - ratio)) +
+           "\n        decayPerEpoch: " + std::to_string(0.95 - 0.08 * (1 - ratio)) +
+           "\n        noiseStddev: 0.01\n        referenceSamples: 500000\n";
+    }
+    y += "  switching:\n";
+    for (std::size_t a = 0; a < models; ++a) {
+      for (std::size_t b = 0; b < models; ++b) {
+        if (a == b) continue;
+        y += "    - from: m" + std::to_string(a) + "\n      to: m" + std::to_string(b) +
+             "\n      lossJump:\n        mean: 0.01\n        stddev: 0.005\n"
+             "      overheadSeconds: 60\n";
+      }
+    }
+    y += "  training:\n    batchSize: 256\n    maxEpochs: 1000\n    maxSwitches: 4\n"
+         "    workers:\n      min: 1\n      max: 64\n";
+    return write("wide-job.yaml", y);
+  }
+  // `count` pools of 1,024 A100s.
+  std::string write_many_pools(std::size_t count) {
+    std::string y = "pools:\n";
+    for (std::size_t k = 0; k < count; ++k) {
+      y += "  - name: pool-" + std::to_string(k) +
+           "\n    gpuType: NVIDIA-A100-SXM4-80GB\n    gpus: 1024\n    gpuGflops: " +
+           std::to_string(100000 + 5000 * k) +
+           "\n    pricePerGpuHour: " + std::to_string(2 + 0.1 * static_cast<double>(k)) +
+           "\n    bandwidthBytesPerSecond: 10G\n    storageBandwidthBytesPerSecond: 1G\n"
+           "    startupSeconds: 30\n";
+    }
+    return write("many-pools.yaml", y);
+  }
+
   static ProcessResult run(const std::vector<std::string>& args) {
     return testing::run_process(kBinary, args);
   }
@@ -402,6 +452,82 @@ TEST_F(KubectlDepl, InputsPastTheSchemasLimitsAreBadInputNamingTheField) {
   EXPECT_THAT(r.err, HasSubstr("spec.training.maxEpochs: must be in [1,1000], got 1001"));
   EXPECT_THAT(r.err, HasSubstr("spec.training.maxSwitches: must be in [0,4], got 5"));
   EXPECT_TRUE(r.out.empty());
+}
+
+// The largest job the schema admits takes seconds to plan: a 1 ms time budget cuts it, and the
+// output says so (with the reason, since no plan was found that early).
+TEST_F(KubectlDepl, ATimeBudgetCutsTheSolveAndTheOutputSaysSo) {
+  const std::string job = write_wide_job(64, 12);
+  const std::string pools = write_many_pools(16);
+  ProcessResult r =
+      run({"plan", "-f", job, "--pools", pools, "-o", "json", "--time-budget", "0.001"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j.at("budgetLimited"), true);
+  EXPECT_EQ(j.at("budgetStop"), "time");
+  if (!j.at("feasible").get<bool>()) {
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(j.at("infeasibility").at("binding"), "solveBudget");
+    EXPECT_THAT(j.at("reason").get<std::string>(), HasSubstr("time budget (1 ms)"));
+  }
+  r = run({"plan", "-f", job, "--pools", pools, "--time-budget", "0.001"});
+  EXPECT_THAT(r.out, HasSubstr("Budget-limited: the solve stopped early (time)"));
+  // simulate takes the same flags.
+  r = run({"simulate", "-f", job, "--pools", pools, "-o", "json", "--runs", "100", "--time-budget",
+           "0.001"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  EXPECT_EQ(parse_json(r).at("plan").at("budgetLimited"), true);
+  r = run({"simulate", "-f", job_, "--pools", pools_, "--memory-budget", "-1Mi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--memory-budget"));
+}
+
+// OPT's plan is its own certificate; the baselines carry none; YAML says what JSON says.
+TEST_F(KubectlDepl, TheCertificateInEveryFormatAndForEachAlgorithm) {
+  ProcessResult r =
+      run({"plan", "-f", job_, "--pools", pools_, "-o", "json", "--algorithm", "opt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j.at("predicted").at("lowerBound"), j.at("predicted").at("cost"));
+  EXPECT_EQ(j.at("predicted").at("gap"), 0.0);
+  EXPECT_EQ(j.at("predicted").at("lowerBoundComplete"), true);
+  const double opt_cost = j.at("predicted").at("cost").get<double>();
+
+  r = run({"plan", "-f", job_, "--pools", pools_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = parse_json(r);
+  // DepL's bound is a bound on every plan, OPT's included.
+  EXPECT_LE(j.at("predicted").at("lowerBound").get<double>(), opt_cost);
+  EXPECT_EQ(j.at("predicted").at("lowerBoundComplete"), true);
+
+  r = run({"plan", "-f", job_, "--pools", pools_, "-o", "yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("lowerBound: "));
+  EXPECT_THAT(r.out, HasSubstr("budgetLimited: false"));
+
+  r = run({"plan", "-f", job_, "--pools", pools_, "-o", "json", "--algorithm", "full"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(parse_json(r).at("predicted").contains("lowerBound"));
+}
+
+// At the schema's limits a job is read (and planned within the budget); one past any of them is
+// bad input naming the field.
+TEST_F(KubectlDepl, TheSchemasLimitsAreTheCLIsLimits) {
+  ProcessResult r = run({"plan", "-f", write_wide_job(64, 12, 63), "--pools", write_many_pools(64),
+                         "--time-budget", "0.001", "-o", "json"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  EXPECT_EQ(parse_json(r).at("budgetLimited"), true);
+
+  r = run({"plan", "-f", write_wide_job(65, 13, 64), "--pools", write_many_pools(65)});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.datasets: must list at most 64 items, got 65"));
+  EXPECT_THAT(r.err, HasSubstr("spec.models: must list at most 12 items, got 13"));
+  EXPECT_THAT(r.err, HasSubstr("pools: must list at most 64 items, got 65"));
+  EXPECT_TRUE(r.out.empty());
+
+  r = run({"plan", "-f", write_wide_job(3, 2, 64), "--pools", pools_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.datasets[0].name: must be at most 63 characters, got 64"));
 }
 
 TEST_F(KubectlDepl, PlotWritesAWellFormedSvgWithTheTargetLine) {

@@ -142,5 +142,76 @@ TEST(PlanTable, InfeasibleSaysWhy) {
   EXPECT_THAT(table, HasSubstr("Violated:"));
 }
 
+// The certificate: beside DepL's and OPT's plans, not the baselines'; the table says when the
+// bound's search was cut short.
+TEST(PlanJson, CarriesTheCertificateOfCertifiedAlgorithmsOnly) {
+  const solver::Problem p = small_problem();
+  solver::SolveResult r = result_for(p, two_phase_plan());
+  r.certificate = {0.8 * r.figures.cost, 0.2, true};
+  nlohmann::json j = plan_to_json(p, r);
+  EXPECT_EQ(j.at("predicted").at("lowerBound").get<double>(), 0.8 * r.figures.cost);
+  EXPECT_EQ(j.at("predicted").at("gap").get<double>(), 0.2);
+  EXPECT_EQ(j.at("predicted").at("lowerBoundComplete"), true);
+  EXPECT_EQ(j.at("budgetLimited"), false);
+  EXPECT_FALSE(j.contains("budgetStop"));
+  EXPECT_EQ(j.at("stats").at("boundClasses"), 0);
+
+  for (const solver::Algorithm a : {solver::Algorithm::Exp, solver::Algorithm::Full}) {
+    solver::SolveResult baseline = result_for(p, two_phase_plan(), a);
+    baseline.certificate = r.certificate;
+    j = plan_to_json(p, baseline);
+    EXPECT_FALSE(j.at("predicted").contains("lowerBound")) << solver::to_string(a);
+    EXPECT_FALSE(j.at("predicted").contains("gap")) << solver::to_string(a);
+    EXPECT_THAT(plan_to_table(p, baseline), Not(HasSubstr("Certified"))) << solver::to_string(a);
+  }
+}
+
+TEST(PlanTable, ShowsTheCertificateAndWhetherItsSearchWasCut) {
+  const solver::Problem p = small_problem();
+  solver::SolveResult r = result_for(p, two_phase_plan());
+  r.certificate = {0.75, 0.0125, true};
+  std::string table = plan_to_table(p, r);
+  EXPECT_THAT(table, HasSubstr("Certified: no plan costs less than 0.75 (this one is within "
+                               "1.25% of the optimum)"));
+  r.certificate.complete = false;
+  table = plan_to_table(p, r);
+  EXPECT_THAT(table, HasSubstr("the bound's search was cut short"));
+  EXPECT_THAT(table, Not(HasSubstr("Budget-limited")));
+}
+
+TEST(PlanReport, ABudgetLimitedSolveSaysSoWithItsPlan) {
+  const solver::Problem p = small_problem();
+  solver::SolveResult r = result_for(p, two_phase_plan());
+  r.stopped = solver::BudgetStop::Memory;
+  r.certificate = {0.5, 0.4, false};
+  const nlohmann::json j = plan_to_json(p, r);
+  EXPECT_EQ(j.at("feasible"), true);
+  EXPECT_EQ(j.at("budgetLimited"), true);
+  EXPECT_EQ(j.at("budgetStop"), "memory");
+  EXPECT_EQ(j.at("predicted").at("lowerBoundComplete"), false);
+  EXPECT_THAT(plan_to_table(p, r),
+              HasSubstr("Budget-limited: the solve stopped early (memory); this is the best plan "
+                        "it had found by then"));
+}
+
+TEST(PlanReport, ABudgetLimitedSolveWithoutAPlanSaysWhy) {
+  const solver::Problem p = small_problem();
+  solver::SolveResult r;
+  r.stopped = solver::BudgetStop::Time;
+  r.reason = "The solver's time budget (1 ms) ran out before it found a plan";
+  r.infeasibility.binding = "solveBudget";
+  const nlohmann::json j = plan_to_json(p, r);
+  EXPECT_EQ(j.at("feasible"), false);
+  EXPECT_EQ(j.at("budgetLimited"), true);
+  EXPECT_EQ(j.at("budgetStop"), "time");
+  EXPECT_EQ(j.at("infeasibility").at("binding"), "solveBudget");
+  EXPECT_FALSE(j.at("predicted").contains("lowerBound"));
+  const std::string table = plan_to_table(p, r);
+  EXPECT_THAT(table, HasSubstr("Budget-limited: the solve stopped early (time); no plan was "
+                               "found by then"));
+  EXPECT_THAT(table, HasSubstr("Reason: The solver's time budget (1 ms) ran out"));
+  EXPECT_THAT(table, Not(HasSubstr("Certified")));
+}
+
 }  // namespace
 }  // namespace depl::cli
