@@ -112,7 +112,8 @@ void small_family(std::uint64_t seed, int instances) {
              depl_ms.empty() ? 0.0 : *std::max_element(depl_ms.begin(), depl_ms.end()));
   fmt::print("| OPT time: median / max | {:.2f} ms / {:.2f} ms |\n\n", median(opt_ms),
              opt_ms.empty() ? 0.0 : *std::max_element(opt_ms.begin(), opt_ms.end()));
-  std::sort(worst.begin(), worst.end(), [](const Worst& a, const Worst& b) { return a.ratio > b.ratio; });
+  std::sort(worst.begin(), worst.end(),
+            [](const Worst& a, const Worst& b) { return a.ratio > b.ratio; });
   for (const Worst& w : worst) {
     fmt::print("- seed {}: DepL/OPT {:.4f}{}\n", w.seed, w.ratio, w.deadline ? " (deadline)" : "");
   }
@@ -254,7 +255,8 @@ void large_family(std::uint64_t first, int instances, int repeat, bool verbose) 
     if (verbose) {
       fmt::print("| {} | {} | {}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n",
                  seed, kKinds[seed % 4], p.datasets.size(), p.models.size(), p.pools.size(),
-                 p.training.max_epochs, p.target.deadline_seconds ? "yes" : "", p.target.budget ? "yes" : "",
+                 p.training.max_epochs, p.target.deadline_seconds ? "yes" : "",
+                 p.target.budget ? "yes" : "",
                  r.feasible ? "yes" : "no: " + r.infeasibility.binding,
                  r.feasible ? fmt::format("{:.4f}", r.figures.cost) : "",
                  r.feasible ? fmt::format("{:.4f}", r.certificate.lower_bound) : "",
@@ -290,8 +292,8 @@ void target_instance(std::uint64_t seed) {
   fmt::print("| cost | {:.3f} |\n", depl.result.figures.cost);
   fmt::print("| dataset selections searched | {} |\n", depl.result.stats.dataset_sets);
   fmt::print("| graph states settled | {} |\n", depl.result.stats.graph_states);
-  fmt::print("| lower bound / gap | {:.4f} / {:.3f}% ({}) |\n\n", depl.result.certificate.lower_bound,
-             100 * depl.result.certificate.gap,
+  fmt::print("| lower bound / gap | {:.4f} / {:.3f}% ({}) |\n\n",
+             depl.result.certificate.lower_bound, 100 * depl.result.certificate.gap,
              depl.result.certificate.complete ? "complete" : "incomplete");
 }
 
@@ -326,8 +328,7 @@ int main(int argc, char** argv) {
   if (all || family == "scaling") scaling(seed, instances > 0 ? instances : 3);
   if (all || family == "target") target_instance(seed);
   if (all || family == "large") {
-    const std::uint64_t first =
-        held_out ? depl::testing::kLargeHeldOutSeed + (seed - 1) : seed;
+    const std::uint64_t first = held_out ? depl::testing::kLargeHeldOutSeed + (seed - 1) : seed;
     large_family(first, instances > 0 ? instances : 40, repeat, !quiet);
   }
   return 0;

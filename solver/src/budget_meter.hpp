@@ -80,7 +80,7 @@ class BudgetMeter {
   std::size_t memory_peak_ = 0;
   unsigned calls_ = 0;
   BudgetStop stop_ = BudgetStop::None;  // Time or Cancelled: every search stops
-  bool memory_hit_ = false;              // some search gave up for memory
+  bool memory_hit_ = false;             // some search gave up for memory
   bool soft_stopped_ = false;
 };
 

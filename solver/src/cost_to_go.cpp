@@ -256,9 +256,9 @@ int CostToGo::epochs(std::size_t model, int switches, double mean) const {
 
 std::size_t CostToGo::memory_bytes() const {
   const Memory& m = memory_;
-  std::size_t bytes = (m.stay.capacity() + m.last.capacity() + m.later_epochs.capacity()) *
-                          sizeof(int) +
-                      m.later.capacity() * sizeof(double);
+  std::size_t bytes =
+      (m.stay.capacity() + m.last.capacity() + m.later_epochs.capacity()) * sizeof(int) +
+      m.later.capacity() * sizeof(double);
   for (const auto& a : m.after) bytes += a.capacity() * sizeof(int);
   for (const Level& l : m.levels) {
     bytes += l.weight.capacity() * sizeof(double) + l.epochs.capacity() * sizeof(int);

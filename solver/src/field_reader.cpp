@@ -273,8 +273,8 @@ std::optional<std::string> ObjectReader::string(std::string_view key, Presence p
     return std::nullopt;
   }
   if (max_length > 0 && text.size() > max_length) {
-    diagnostics_->add(path_of(key), fmt::format("must be at most {} characters, got {}",
-                                                max_length, text.size()));
+    diagnostics_->add(path_of(key), fmt::format("must be at most {} characters, got {}", max_length,
+                                                text.size()));
     return std::nullopt;
   }
   return text;
@@ -298,9 +298,8 @@ std::optional<std::vector<std::string>> ObjectReader::string_list(std::string_vi
       diagnostics_->add(item_path, "must not be empty");
       ok = false;
     } else if (max_length > 0 && item.get_ref<const std::string&>().size() > max_length) {
-      diagnostics_->add(item_path,
-                        fmt::format("must be at most {} characters, got {}", max_length,
-                                    item.get_ref<const std::string&>().size()));
+      diagnostics_->add(item_path, fmt::format("must be at most {} characters, got {}", max_length,
+                                               item.get_ref<const std::string&>().size()));
       ok = false;
     } else {
       items.push_back(item.get<std::string>());
@@ -325,8 +324,8 @@ const json* ObjectReader::list(std::string_view key, Presence presence, std::siz
   }
   if (max_items > 0 && value->size() > max_items) {
     // Past this the solver's budget could not promise an answer: the schema says the same.
-    diagnostics_->add(path_of(key), fmt::format("must list at most {} items, got {}", max_items,
-                                                value->size()));
+    diagnostics_->add(path_of(key),
+                      fmt::format("must list at most {} items, got {}", max_items, value->size()));
     return nullptr;
   }
   return value;

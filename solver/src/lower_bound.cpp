@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
-#include <unordered_map>
 #include <span>
+#include <unordered_map>
 
 #include "schedule_graph.hpp"
 
@@ -17,9 +17,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Class data.
 
 struct DatasetFigures {
-  double samples = 0;               // n_d
-  double effective = 0;             // q_d * n_d
-  std::vector<double> staging;      // per pool: seconds to stage d there (0 when local)
+  double samples = 0;           // n_d
+  double effective = 0;         // q_d * n_d
+  std::vector<double> staging;  // per pool: seconds to stage d there (0 when local)
 };
 
 std::vector<DatasetFigures> dataset_figures(const Problem& problem) {
@@ -39,9 +39,8 @@ std::vector<DatasetFigures> dataset_figures(const Problem& problem) {
 // The least sum of `cost` over a fractional choice of the free datasets whose effective
 // samples reach `need` (a fractional knapsack: by cost per effective sample). `fraction`: the
 // dataset taken in part, kNone when none was.
-double knapsack(const std::vector<DatasetFigures>& figures, const SelectionClass& cls,
-                double need, const std::vector<double>& cost, int* fraction,
-                double* taken = nullptr) {
+double knapsack(const std::vector<DatasetFigures>& figures, const SelectionClass& cls, double need,
+                const std::vector<double>& cost, int* fraction, double* taken = nullptr) {
   if (fraction) *fraction = kNone;
   if (need <= 0) return 0;
   std::vector<std::size_t> order;
@@ -120,8 +119,7 @@ SelectionData class_data(const SearchContext& ctx, const std::vector<DatasetFigu
 
 }  // namespace
 
-SelectionData make_class_data(const SearchContext& ctx, const SelectionClass& cls,
-                              int* fraction) {
+SelectionData make_class_data(const SearchContext& ctx, const SelectionClass& cls, int* fraction) {
   return class_data(ctx, dataset_figures(*ctx.problem), cls, fraction, nullptr);
 }
 
@@ -163,9 +161,8 @@ class Envelope {
     const double n = epochs;
     std::vector<Value> every;
     for (const Line& l : all_) {
-      every.push_back(
-          {l.fixed_weight + n * l.epoch_weight, l.fixed_seconds + n * l.epoch_seconds,
-           l.placement});
+      every.push_back({l.fixed_weight + n * l.epoch_weight, l.fixed_seconds + n * l.epoch_seconds,
+                       l.placement});
     }
     std::sort(every.begin(), every.end(), [](const Value& a, const Value& b) {
       if (a.weight != b.weight) return a.weight < b.weight;
@@ -216,8 +213,8 @@ class Envelope {
   }
 
   std::size_t memory_bytes() const {
-    std::size_t bytes = (lines_.capacity() + all_.capacity()) * sizeof(Line) +
-                        values_.capacity() * sizeof(Value);
+    std::size_t bytes =
+        (lines_.capacity() + all_.capacity()) * sizeof(Line) + values_.capacity() * sizeof(Value);
     for (const auto& p : pareto_) bytes += sizeof(p) + p.capacity() * sizeof(Value);
     return bytes;
   }
@@ -247,8 +244,8 @@ class BoundSearch {
     while (!heap_.empty()) {
       const Open top = heap_.front();
       if (!(top.priority < cut())) break;
-      if (nodes_.size() >= options_.max_nodes || work_ >= options_.max_work ||
-          out_of_memory_ || ctx_.out_of_budget()) {
+      if (nodes_.size() >= options_.max_nodes || work_ >= options_.max_work || out_of_memory_ ||
+          ctx_.out_of_budget()) {
         result.complete = false;
         break;
       }
@@ -317,9 +314,9 @@ class BoundSearch {
         const Placement& p = placements[i];
         double fixed = 0;
         if (!problem_.continues_start(0, v, p.pool, p.workers)) {
-          fixed = problem_.pools[p.pool].startup_seconds + tau +
-                  (static_cast<int>(p.pool) != ctx_.start_pool ? data_.staging_seconds[p.pool]
-                                                               : 0.0);
+          fixed =
+              problem_.pools[p.pool].startup_seconds + tau +
+              (static_cast<int>(p.pool) != ctx_.start_pool ? data_.staging_seconds[p.pool] : 0.0);
         }
         envelopes_[v].add({w.of(p.rate, fixed), w.of(p.rate, p.epoch_seconds), fixed,
                            p.epoch_seconds, static_cast<std::uint32_t>(i)});
@@ -466,7 +463,8 @@ class BoundSearch {
       const std::span<const Envelope::Value> phases = choices(node, e, cheapest);
       bool alive = false;
       for (const Envelope::Value& phase : phases) {
-        alive = alive || (node.weight + phase.weight < cut() && in_time(node.seconds + phase.seconds));
+        alive =
+            alive || (node.weight + phase.weight < cut() && in_time(node.seconds + phase.seconds));
       }
       // Longer phases only cost more and take longer.
       if (!alive) break;
@@ -522,7 +520,8 @@ class BoundSearch {
       const std::span<const Envelope::Value> phases = choices(node, e, cheapest);
       bool alive = false;
       for (const Envelope::Value& phase : phases) {
-        alive = alive || (node.weight + phase.weight < cut() && in_time(node.seconds + phase.seconds));
+        alive =
+            alive || (node.weight + phase.weight < cut() && in_time(node.seconds + phase.seconds));
       }
       if (!alive) return;
       if (goal(x)) {
@@ -579,8 +578,8 @@ class BoundSearch {
   }
 
   bool report_memory() {
-    std::size_t bytes = nodes_.capacity() * sizeof(Node) + heap_.capacity() * sizeof(Open) +
-                        bound_.memory_bytes();
+    std::size_t bytes =
+        nodes_.capacity() * sizeof(Node) + heap_.capacity() * sizeof(Open) + bound_.memory_bytes();
     for (const Envelope& e : envelopes_) bytes += e.memory_bytes();
     return ctx_.report_memory(MemoryUse::LowerBound, bytes);
   }
@@ -615,8 +614,8 @@ class BoundSearch {
 Heuristic::Heuristic(const SearchContext& ctx, const SelectionData& data, const Weights& weights,
                      double eta, int cells) {
   const LossGrid grid = make_grid(ctx, data, eta);
-  table = std::make_unique<CostToGo>(ctx, data, weights, grid.mean_base, grid.mean_top, cells,
-                                     memory);
+  table =
+      std::make_unique<CostToGo>(ctx, data, weights, grid.mean_base, grid.mean_top, cells, memory);
 }
 
 BoundSearchResult bound_search(const SearchContext& ctx, const SelectionData& data,
@@ -677,7 +676,11 @@ struct Evaluated {
 class Certifier {
  public:
   Certifier(const SearchContext& ctx, double target, double eta, std::optional<double> hint)
-      : ctx_(ctx), problem_(*ctx.problem), target_(target), eta_(eta), hint_(hint),
+      : ctx_(ctx),
+        problem_(*ctx.problem),
+        target_(target),
+        eta_(eta),
+        hint_(hint),
         figures_(dataset_figures(problem_)) {}
 
   LowerBound run() {
@@ -802,8 +805,7 @@ class Certifier {
       out.complete = false;  // bound 0: nothing proved for this class
       return out;
     }
-    const SelectionData data =
-        class_data(ctx_, figures_, cls, &out.fraction, &out.fraction_share);
+    const SelectionData data = class_data(ctx_, figures_, cls, &out.fraction, &out.fraction_share);
     BoundSearchOptions options;
     options.eta = eta_;
     options.cutoff = target_;
@@ -812,8 +814,9 @@ class Certifier {
         data.samples <= parent.samples * (1 + kHeuristicReach)) {
       out.heuristic = parent;
     } else {
-      out.heuristic = {std::make_shared<Heuristic>(ctx_, data, options.weights, eta_, options.cells),
-                       data.effective, data.samples};
+      out.heuristic = {
+          std::make_shared<Heuristic>(ctx_, data, options.weights, eta_, options.cells),
+          data.effective, data.samples};
     }
     BoundSearchResult r = search(data, options, *out.heuristic.heuristic->table);
     consider(cls, r);

@@ -59,7 +59,7 @@ struct BoundSearchOptions {
   // Stop once the bound reaches this (the bound is then reported as at least it).
   double cutoff = std::numeric_limits<double>::infinity();
   double eta = 0.002;  // the heuristic's grid
-  int cells = 256;    // cells of the heuristic's tables (CostToGo)
+  int cells = 256;     // cells of the heuristic's tables (CostToGo)
   std::size_t max_nodes = 200'000;
   // Effort: epochs stepped through (expansions and last phases), at most.
   std::size_t max_work = std::numeric_limits<std::size_t>::max();
@@ -89,8 +89,8 @@ struct BoundSearchResult {
 // are admissible for every class it contains (its data are at least as favourable), so a class
 // split in two can keep its parent's.
 struct Heuristic {
-  Heuristic(const SearchContext& ctx, const SelectionData& data, const Weights& weights,
-            double eta, int cells);
+  Heuristic(const SearchContext& ctx, const SelectionData& data, const Weights& weights, double eta,
+            int cells);
   CostToGo::Memory memory;
   std::unique_ptr<CostToGo> table;
 };

@@ -28,7 +28,6 @@ using parse_detail::with_source;
 constexpr std::string_view kApiVersion = "depl.dev/v1alpha1";
 constexpr std::string_view kKind = "DependableTrainingJob";
 
-
 constexpr Presence kRequired = Presence::Required;
 constexpr Presence kOptional = Presence::Optional;
 
@@ -217,11 +216,10 @@ void read_training(ObjectReader& spec, Training& training) {
       reader
           ->small_integer("maxEpochs", kOptional, Range::between(1, true, limits::kMaxEpochs, true))
           .value_or(training.max_epochs);
-  training.max_switches =
-      reader
-          ->small_integer("maxSwitches", kOptional,
-                          Range::between(0, true, limits::kMaxSwitches, true))
-          .value_or(training.max_switches);
+  training.max_switches = reader
+                              ->small_integer("maxSwitches", kOptional,
+                                              Range::between(0, true, limits::kMaxSwitches, true))
+                              .value_or(training.max_switches);
   auto workers = reader->object("workers", kOptional);
   if (!workers) return;
   workers->allow_only({"min", "max"});

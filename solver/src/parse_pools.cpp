@@ -71,8 +71,8 @@ void read_inter_pool(ObjectReader& reader, Pool& pool) {
   if (!links) return;
   if (links->keys().size() > limits::kInterPool) {
     reader.diagnostics().add(reader.path_of("interPool"),
-                             fmt::format("must have at most {} entries, got {}",
-                                         limits::kInterPool, links->keys().size()));
+                             fmt::format("must have at most {} entries, got {}", limits::kInterPool,
+                                         links->keys().size()));
     return;
   }
   for (const auto& key : links->keys()) {

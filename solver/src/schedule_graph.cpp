@@ -168,8 +168,7 @@ void ScheduleSearch::push(Label label) {
   if (labels_.size() == labels_.capacity()) {
     // About to grow: account for what the buffers will hold (they double).
     const std::size_t grown = std::max<std::size_t>(2 * labels_.capacity(), 1024);
-    if (!ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(grown)) ||
-        ctx_.out_of_budget()) {
+    if (!ctx_.report_memory(MemoryUse::GraphSearch, memory_bytes(grown)) || ctx_.out_of_budget()) {
       gave_up_ = true;
       return;
     }

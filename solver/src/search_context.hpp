@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
+#include "budget_meter.hpp"
 #include "depl/solver/evaluator.hpp"
 #include "depl/solver/plan.hpp"
-#include "budget_meter.hpp"
 #include "depl/solver/problem.hpp"
 #include "placement.hpp"
 

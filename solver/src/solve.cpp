@@ -193,8 +193,8 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
 
 // The certificate of a feasible result; a cheaper plan the bound's searches come across replaces
 // the result's (it meets everything the result's plan meets: the exact evaluator says so).
-void certify(const Problem& problem, const SolveOptions& options, double kappa,
-             BudgetMeter& meter, SolveResult& result) {
+void certify(const Problem& problem, const SolveOptions& options, double kappa, BudgetMeter& meter,
+             SolveResult& result) {
   if (!result.feasible) return;
   if (result.algorithm == Algorithm::Opt) {
     result.certificate = {result.figures.cost, 0.0, true};
@@ -210,10 +210,10 @@ void certify(const Problem& problem, const SolveOptions& options, double kappa,
   result.stats.bound_work = bound.work;
   if (bound.plan) {
     Figures figures = evaluate(problem, *bound.plan);
-    if (figures.feasible && better_plan(figures.cost, figures.duration_seconds,
-                                        bound.plan->phases.size(), result.figures.cost,
-                                        result.figures.duration_seconds,
-                                        result.plan.phases.size())) {
+    if (figures.feasible &&
+        better_plan(figures.cost, figures.duration_seconds, bound.plan->phases.size(),
+                    result.figures.cost, result.figures.duration_seconds,
+                    result.plan.phases.size())) {
       result.plan = *bound.plan;
       result.figures = std::move(figures);
     }

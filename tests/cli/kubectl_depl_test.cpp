@@ -421,8 +421,8 @@ TEST_F(KubectlDepl, PlanCarriesItsCertificate) {
 
 TEST_F(KubectlDepl, ABudgetThatRunsOutIsSaidAndTheBestPlanStillPrinted) {
   // A tiny memory budget cuts every graph search; the one-phase plans remain.
-  const ProcessResult r = run(
-      {"plan", "-f", job_, "--pools", pools_, "-o", "json", "--memory-budget", "1Ki"});
+  const ProcessResult r =
+      run({"plan", "-f", job_, "--pools", pools_, "-o", "json", "--memory-budget", "1Ki"});
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
   const nlohmann::json j = parse_json(r);
   EXPECT_EQ(j.at("budgetLimited"), true);

@@ -23,8 +23,8 @@ json crd_spec() {
   text << in.rdbuf();
   auto crd = yaml_to_json(text.str());
   EXPECT_TRUE(crd.has_value());
-  return (*crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-             ["properties"];
+  return (
+      *crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
 }
 
 TEST(Limits, TheSchemaSaysWhatTheSolverAdmits) {
@@ -62,7 +62,9 @@ json job(std::size_t datasets, std::size_t models) {
                               {"computePerSampleGflop", 1},
                               {"parameterBytes", 1000},
                               {"lossProfile",
-                               {{"initialLoss", 2}, {"floorLoss", 0.1}, {"decayPerEpoch", 0.9},
+                               {{"initialLoss", 2},
+                                {"floorLoss", 0.1},
+                                {"decayPerEpoch", 0.9},
                                 {"noiseStddev", 0.01}}}});
   }
   return {{"apiVersion", "depl.dev/v1alpha1"},
@@ -107,7 +109,8 @@ TEST(Limits, TheParserRejectsOnePastEachNamingTheField) {
   training["spec"]["models"][0]["gpusPerWorker"] = limits::kGpusPerWorker + 1;
   const std::string e = errors(training);
   for (const char* field :
-       {"spec.training.maxEpochs: must be in [1,1000]", "spec.training.maxSwitches: must be in [0,4]",
+       {"spec.training.maxEpochs: must be in [1,1000]",
+        "spec.training.maxSwitches: must be in [0,4]",
         "spec.training.batchSize:", "spec.training.workers.max: must be in [1,64]",
         "spec.models[0].gpusPerWorker: must be in [1,16]"}) {
     EXPECT_NE(e.find(field), std::string::npos) << field << " in\n" << e;

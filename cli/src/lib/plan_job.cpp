@@ -32,9 +32,10 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
     }
   }
   if (!std::isfinite(request.time_budget_seconds) || request.time_budget_seconds < 0) {
-    errors.push_back(fmt::format("--time-budget: must be a number of seconds >= 0 (0: no limit), "
-                                 "got {}",
-                                 request.time_budget_seconds));
+    errors.push_back(
+        fmt::format("--time-budget: must be a number of seconds >= 0 (0: no limit), "
+                    "got {}",
+                    request.time_budget_seconds));
   } else {
     options.budget.time = std::chrono::milliseconds(
         static_cast<std::int64_t>(std::ceil(request.time_budget_seconds * 1000)));
@@ -42,8 +43,8 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
   if (auto bytes = parse_quantity(request.memory_budget); !bytes) {
     errors.push_back(fmt::format("--memory-budget: {}", bytes.error().message));
   } else if (!(*bytes >= 0) || !std::isfinite(*bytes)) {
-    errors.push_back(fmt::format("--memory-budget: must be >= 0 (0: no limit), got {}",
-                                 request.memory_budget));
+    errors.push_back(
+        fmt::format("--memory-budget: must be >= 0 (0: no limit), got {}", request.memory_budget));
   } else {
     options.budget.memory_bytes = static_cast<std::size_t>(*bytes);
   }

@@ -118,12 +118,10 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
                             {"leastSeconds", result.infeasibility.least_seconds},
                             {"leastCost", result.infeasibility.least_cost}};
   }
-  json stats = {{"datasetSets", result.stats.dataset_sets},
-                {"placements", result.stats.placements},
-                {"graphStates", result.stats.graph_states},
-                {"plansChecked", result.stats.plans_checked},
-                {"boundClasses", result.stats.bound_classes},
-                {"boundSearches", result.stats.bound_searches}};
+  json stats = {
+      {"datasetSets", result.stats.dataset_sets},   {"placements", result.stats.placements},
+      {"graphStates", result.stats.graph_states},   {"plansChecked", result.stats.plans_checked},
+      {"boundClasses", result.stats.bound_classes}, {"boundSearches", result.stats.bound_searches}};
   if (timing) stats["solveSeconds"] = timing->seconds;
   out["stats"] = stats;
   return out;
@@ -138,10 +136,10 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
   out += fmt::format("Plan ({}): {}\n", solver::to_string(result.algorithm),
                      feasible ? "feasible" : "INFEASIBLE");
   if (result.stopped != solver::BudgetStop::None) {
-    out += fmt::format(
-        "Budget-limited: the solve stopped early ({}); {}\n", solver::to_string(result.stopped),
-        result.plan.phases.empty() ? "no plan was found by then"
-                                   : "this is the best plan it had found by then");
+    out += fmt::format("Budget-limited: the solve stopped early ({}); {}\n",
+                       solver::to_string(result.stopped),
+                       result.plan.phases.empty() ? "no plan was found by then"
+                                                  : "this is the best plan it had found by then");
   }
   if (!feasible) {
     const std::string reason = !result.reason.empty()       ? result.reason
@@ -216,13 +214,13 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
   totals.add_row({"P(target)", format_probability(figures.probability),
                   fmt::format(">= {} ({})", target.probability, guarantee_name(target.guarantee))});
   out += totals.render(2);
-  if (feasible && (result.algorithm == solver::Algorithm::DepL ||
-                   result.algorithm == solver::Algorithm::Opt)) {
-    out += fmt::format("\nCertified: no plan costs less than {:.4g} (this one is within {} of the "
-                       "optimum{})\n",
-                       result.certificate.lower_bound,
-                       fmt::format("{:.2f}%", 100 * result.certificate.gap),
-                       result.certificate.complete ? "" : "; the bound's search was cut short");
+  if (feasible &&
+      (result.algorithm == solver::Algorithm::DepL || result.algorithm == solver::Algorithm::Opt)) {
+    out += fmt::format(
+        "\nCertified: no plan costs less than {:.4g} (this one is within {} of the "
+        "optimum{})\n",
+        result.certificate.lower_bound, fmt::format("{:.2f}%", 100 * result.certificate.gap),
+        result.certificate.complete ? "" : "; the bound's search was cut short");
   }
 
   if (!figures.violations.empty() && walkable(figures, result.plan)) {

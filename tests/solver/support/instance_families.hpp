@@ -245,7 +245,8 @@ inline FullAlone full_alone(const solver::Problem& p) {
         out.cheapest_cost = f.cost;
         out.cheapest_seconds = f.duration_seconds;
       }
-      if (first || f.duration_seconds < out.fastest_seconds) out.fastest_seconds = f.duration_seconds;
+      if (first || f.duration_seconds < out.fastest_seconds)
+        out.fastest_seconds = f.duration_seconds;
       first = false;
     }
   }
