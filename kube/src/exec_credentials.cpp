@@ -1,5 +1,7 @@
 #include "depl/kube/exec_credentials.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <ctime>
 
@@ -156,8 +158,12 @@ Expected<Credentials, ApiError> ExecCredentials::run_plugin() {
   }
   json output = json::parse(result->out, nullptr, false);
   if (output.is_discarded() || !output.is_object()) {
-    return config_error(
-        who + " did not print an ExecCredential JSON object: " + trimmed(result->out, 200));
+    // What it printed is not shown: a plugin's stdout holds credentials, and a broken one may
+    // hold them too.
+    return config_error(fmt::format(
+        "{} did not print an ExecCredential JSON object ({} bytes on stdout, {}; not shown, as "
+        "they may hold credentials)",
+        who, result->out.size(), output.is_discarded() ? "not JSON" : "JSON but not an object"));
   }
   if (output.value("kind", json()) != "ExecCredential") {
     return config_error(who + " printed kind " + output.value("kind", json("")).dump() +

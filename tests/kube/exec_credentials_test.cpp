@@ -217,6 +217,22 @@ TEST_F(ExecPlugin, GarbageOutputAndBadExpiry) {
             std::string::npos);
 }
 
+// A plugin whose output is not a valid ExecCredential may still have printed its token (cut
+// short, or with a syntax error after it): the error says what is wrong, not what it printed.
+TEST_F(ExecPlugin, ItsOutputIsNeverEchoedIntoTheError) {
+  for (const std::string& out :
+       {std::string(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
+                    R"("status":{"token":"sekrit-7d1f"})"),
+        std::string(R"(["sekrit-7d1f"])"), std::string("token=sekrit-7d1f\n")}) {
+    dir_.write("bin/response.json", out);
+    auto broken = provider(exec(kV1))->credentials();
+    ASSERT_FALSE(broken) << out;
+    EXPECT_NE(broken.error().message.find("did not print an ExecCredential"), std::string::npos);
+    EXPECT_EQ(broken.error().message.find("sekrit-7d1f"), std::string::npos)
+        << broken.error().message;
+  }
+}
+
 TEST_F(ExecPlugin, AlwaysInteractiveNeedsATerminal) {
   respond(token_response(kV1));
   auto config = exec(kV1);
