@@ -160,6 +160,15 @@ TEST(JobStatusView, JsonDocumentHasEveryPart) {
   EXPECT_TRUE(doc["epochs"][27]["predictedMean"].is_number());
 }
 
+// A target probability close to 1 is shown as the user wrote it, not rounded to "P >= 1".
+TEST(JobStatusView, TheTargetProbabilityIsShownAsWritten) {
+  json job = running_job();
+  job["spec"]["target"]["probability"] = 0.99999999;
+  auto view = build_status_view(job);
+  ASSERT_TRUE(view) << view.error().message;
+  EXPECT_THAT(status_view_to_table(*view), HasSubstr("with P >= 0.99999999 (Gaussian)"));
+}
+
 TEST(JobStatusView, TableShowsPlanProgressAndEveryEpoch) {
   auto view = build_status_view(running_job());
   ASSERT_TRUE(view);

@@ -136,6 +136,20 @@ TEST_F(StatusOnDevCluster, BinaryPrintsTableJsonAndPlot) {
   EXPECT_THAT(read_text(plot), HasSubstr("observed-loss"));
 }
 
+// With -o json, stdout is the document alone, even when the command has something to log (the
+// API server's first answer is a 500, which the client retries with a warning): logs go to
+// stderr.
+TEST_F(StatusOnDevCluster, JsonOutputCarriesNoLogLines) {
+  cluster_->fail_next_requests(1, 500);
+  auto doc =
+      status({"quickstart", "-n", "ml", "--kubeconfig", cluster_->kubeconfig_path(), "-o", "json"});
+  ASSERT_EQ(doc.exit_code, 0) << doc.err;
+  const json parsed = json::parse(doc.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << doc.out;
+  EXPECT_EQ(parsed["phase"], "Running");
+  EXPECT_THAT(doc.err, HasSubstr("retry"));
+}
+
 // kubectl finds kubectl-depl on the PATH and runs it as `kubectl depl ...`, flags passed through.
 TEST_F(StatusOnDevCluster, WorksAsAKubectlPlugin) {
   auto version = devcluster::testing::run_command({"kubectl", "version", "--client"});

@@ -17,7 +17,8 @@ std::string loss_text(double loss) {
 }
 
 std::string target_line(const solver::Target& t) {
-  std::string out = fmt::format("loss {:.4g} with P >= {:.4g} ({})", t.loss, t.probability,
+  // The required probability as the user wrote it: {:.4g} printed 0.99999999 as 1.
+  std::string out = fmt::format("loss {:.4g} with P >= {} ({})", t.loss, t.probability,
                                 guarantee_name(t.guarantee));
   if (t.deadline_seconds) out += ", deadline " + format_duration(*t.deadline_seconds);
   if (t.budget) out += ", budget " + format_money(*t.budget);
