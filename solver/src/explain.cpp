@@ -16,6 +16,19 @@ std::string human_duration(double seconds) {
   return fmt::format("{:.1f} days", seconds / 86400);
 }
 
+std::string probability_text(double p) {
+  if (p >= 1.0 || p <= 0.0) return fmt::format("{}", p);
+  if (p < 0.001) return fmt::format("{:.3g}", p);
+  for (int decimals = 3; decimals < 17; ++decimals) {
+    std::string text = fmt::format("{:.{}f}", p, decimals);
+    if (text != fmt::format("{:.{}f}", 1.0, decimals) &&
+        text != fmt::format("{:.{}f}", 0.0, decimals)) {
+      return text;
+    }
+  }
+  return fmt::format("{}", p);
+}
+
 namespace {
 
 constexpr double kExplainEtaFloor = 0.005;  // reachability needs no fine grid
@@ -62,17 +75,17 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
   if (goal_epochs > horizon) {
     inf.binding = "horizon";
     result.reason = fmt::format(
-        "Reaching loss {:.4g} with probability {:.3g} needs about {} epochs, more than "
-        "maxEpochs {} (the best within {} epochs is P = {:.3f}).",
-        loss, p, goal_epochs, horizon, horizon, inf.best_probability);
+        "Reaching loss {:.4g} with probability {} needs about {} epochs, more than "
+        "maxEpochs {} (the best within {} epochs is P = {}).",
+        loss, p, goal_epochs, horizon, horizon, probability_text(inf.best_probability));
     return;
   }
   if (goal_epochs >= 0 && goal_epochs <= horizon) {
     inf.binding = "guarantee";
     result.reason = fmt::format(
         "The schedule graph found no plan meeting the guarantee at eta = {}, yet one looks "
-        "reachable within {} epochs (P = {:.3f}); the grid is too coarse, use a smaller eta.",
-        eta, horizon, inf.best_probability);
+        "reachable within {} epochs (P = {}); the grid is too coarse, use a smaller eta.",
+        eta, horizon, probability_text(inf.best_probability));
     return;
   }
   bool some_unplaceable = false;
@@ -84,17 +97,17 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
       inf.binding = "capacity";
       result.reason = fmt::format(
           "Only model variants that no pool has room for (GPUs per worker x workers) could reach "
-          "loss {:.4g} with probability {:.3g}; with the variants that fit, the best is P = "
-          "{:.3f}.",
-          loss, p, inf.best_probability);
+          "loss {:.4g} with probability {}; with the variants that fit, the best is P = "
+          "{}.",
+          loss, p, probability_text(inf.best_probability));
       return;
     }
   }
   inf.binding = "guarantee";
   result.reason = fmt::format(
-      "No schedule reaches loss {:.4g} with probability {:.3g}, even without a deadline or "
-      "budget: the best within {} epochs is P = {:.3f}.",
-      loss, p, horizon, inf.best_probability);
+      "No schedule reaches loss {:.4g} with probability {}, even without a deadline or "
+      "budget: the best within {} epochs is P = {}.",
+      loss, p, horizon, probability_text(inf.best_probability));
 }
 
 }  // namespace

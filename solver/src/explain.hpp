@@ -30,5 +30,8 @@ void explain_infeasible(const SearchContext& ctx, const SearchFindings& findings
 
 // "1 h 20 min", "45 s": durations for people.
 std::string human_duration(double seconds);
+// A probability the solver computed, for people: three decimals, or as many more as it takes not
+// to round it to 1 when it is not; below 0.001, three significant digits.
+std::string probability_text(double p);
 
 }  // namespace depl::solver::internal

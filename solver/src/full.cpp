@@ -83,9 +83,9 @@ SolveResult solve_full(const Problem& problem, const SolveOptions& options, Budg
                   epochs, name, horizon)
             : fmt::format(
                   "{} alone on all datasets never reaches loss {:.4g} with probability "
-                  "{:.3g} (best P = {:.3f}).",
+                  "{} (best P = {}).",
                   name, problem.target.loss, problem.target.probability,
-                  result.figures.probability);
+                  probability_text(result.figures.probability));
     return result;
   }
   std::optional<Candidate> cheapest, fastest, best;

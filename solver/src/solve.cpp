@@ -142,8 +142,9 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
           result.infeasibility.least_seconds = result.figures.duration_seconds;
           result.reason = fmt::format(
               "EXP plans for the expected loss only: its plan reaches a mean loss of {:.4g} but "
-              "P(target) = {:.3f} < {:.3g}.",
-              result.figures.loss_mean, result.figures.probability, problem.target.probability);
+              "P(target) = {} < {}.",
+              result.figures.loss_mean, probability_text(result.figures.probability),
+              problem.target.probability);
         }
         return result;
       }

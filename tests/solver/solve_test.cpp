@@ -130,6 +130,25 @@ TEST(DepL, ImpossibleDeadlineIsExplained) {
   EXPECT_NE(r.reason.find("deadline"), std::string::npos);
 }
 
+// A required probability of 0.99999999 read "with probability 1" in the reason ({:.3g}): a
+// promise nobody asked for. The reason gives it as written, and the best reachable probability
+// with the digits it takes not to round to 1.
+TEST(DepL, ReasonsDoNotRoundProbabilitiesToOne) {
+  Problem p = testing::small_instance(6);
+  double lowest_floor = 1e9;
+  for (const auto& m : p.models) lowest_floor = std::min(lowest_floor, m.loss.floor_loss);
+  for (auto& m : p.models) m.loss.data_exponent = 0;
+  p.target.loss = lowest_floor * 0.5;
+  p.target.probability = 0.99999999;
+  const SolveResult r = run(p, Algorithm::DepL);
+  ASSERT_FALSE(r.feasible);
+  EXPECT_NE(r.reason.find("with probability 0.99999999"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("probability 1 "), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("probability 1,"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("P = 1.000"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("P = 0.000"), std::string::npos) << r.reason;
+}
+
 TEST(DepL, BudgetBindsBelowCheapestPlan) {
   Problem p = testing::small_instance(5);
   const SolveResult free = run(p, Algorithm::DepL);
