@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +73,17 @@ TEST_F(HostileLoadE2e, IdleAndSlowClientsOnEveryPortStarveNoProbeAndLoseNoReport
   const auto seconds = std::chrono::seconds(env_int("DEPL_HOSTILE_SECONDS", 10));
   const int idle_per_port = env_int("DEPL_HOSTILE_IDLE", 300);
   const int slow_per_port = env_int("DEPL_HOSTILE_SLOW", 10);
+  // The attackers' sockets are this process's descriptors: raise its soft limit to the hard one
+  // (the controller and the pods, started after, inherit it).
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  const rlim_t needed = static_cast<rlim_t>(3 * (idle_per_port + slow_per_port)) + 1024;
+  if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < needed) {
+    GTEST_SKIP() << "the open-file limit (" << files.rlim_cur << ") is below the " << needed
+                 << " descriptors the attack needs";
+  }
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools.yaml"));
   const std::uint16_t progress_port = free_loopback_port();
   ASSERT_NE(progress_port, 0);
