@@ -57,13 +57,21 @@ class FakeAccess final : public controller::JobAccess {
     job = written;
     return true;
   }
-  Expected<std::string, AccessError> token(const std::string& ns,
-                                           const std::string& name) override {
+  std::optional<controller::ProgressTokenRecord> cached_token(const std::string& ns,
+                                                              const std::string& name) override {
+    if (lookup(ns, name)) return std::nullopt;
+    return record();
+  }
+  Expected<controller::ProgressTokenRecord, AccessError> token(const std::string& ns,
+                                                               const std::string& name) override {
     if (auto missing = lookup(ns, name)) return unexpected(*missing);
-    return std::string("s3cret");
+    return record();
   }
 
  private:
+  static controller::ProgressTokenRecord record() {
+    return {"j-progress-fuzz", controller::sha256_hex("s3cret")};
+  }
   static std::optional<AccessError> lookup(const std::string& ns, const std::string& name) {
     if (ns == "ns" && name == "down") return AccessError{"connection refused", true};
     if (ns != "ns" || name != "j") return AccessError{"not found"};

@@ -9,6 +9,7 @@
 
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
+#include "depl/controller/progress_token.hpp"
 #include "depl/controller/replan.hpp"
 #include "depl/controller/stoppable_solve.hpp"
 #include "depl/controller/worker_spec_validation.hpp"
@@ -144,6 +145,14 @@ class Decider {
     if (!problem) errors = problem.error().messages;
     // The fields only the worker pods use: the API server would refuse the pods otherwise.
     for (auto& message : validate_worker_fields(job_)) errors.push_back(std::move(message));
+    // What the administrator allows the job's pods (job_policy.hpp).
+    if (!view_.policy_problem.empty()) {
+      errors.push_back(
+          "the operator's job policy cannot be read, so no job may run until an "
+          "administrator fixes it: " +
+          view_.policy_problem);
+    }
+    for (auto& message : check_job_policy(job_, view_.policy)) errors.push_back(std::move(message));
     if (!errors.empty()) {
       invalid(errors);
       return finish();
@@ -180,7 +189,7 @@ class Decider {
     // The progress token is for workers: made with the first of them (the executor creates it
     // before any pod), not for a job that waits or cannot run, which in a burst of thousands
     // of jobs would be that many writes ahead of the first plan.
-    if (!view_.token_secret_exists) {
+    if (!progress_token_of(job_)) {
       const bool creates_pods =
           std::any_of(decision_.create.begin(), decision_.create.end(),
                       [](const json& o) { return o.value("kind", "") == "Pod"; });
@@ -842,6 +851,8 @@ class Decider {
     l.pool_label = label != pool_labels_.end() ? label->second : "depl.dev/pool";
     l.progress_url = options_.progress_url;
     l.checkpoint_root = options_.checkpoint_root;
+    const auto token = progress_token_of(job_);
+    l.token_secret = token ? token->secret : view_.new_token_secret;
     l.rendezvous = options_.rendezvous;
     return l;
   }

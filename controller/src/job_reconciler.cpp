@@ -1,7 +1,6 @@
 #include "depl/controller/job_reconciler.hpp"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include "depl/controller/creation_rejection.hpp"
@@ -34,14 +33,6 @@ const json& member(const json& object, const char* key) {
   static const json empty = json::object();
   auto it = object.find(key);
   return it != object.end() && it->is_object() ? *it : empty;
-}
-
-std::string random_token() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return "";
-  std::string out;
-  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
-  return out;
 }
 
 // Whether a failed create is worth a FailedCreate Event: an answer of the API server other than
@@ -110,12 +101,19 @@ JobView JobReconciler::view_of(const json& job) const {
   JobView view;
   view.job = job;
   const std::string uid = str(job["metadata"], "uid");
-  const std::string ns = str(job["metadata"], "namespace");
   view.owned_pods = owned(caches_.pods, uid);
   view.owned_services = owned(caches_.services, uid);
-  view.token_secret_exists =
-      caches_.secrets.get({ns, token_secret_name(str(job["metadata"], "name"))}) != nullptr;
+  if (!progress_token_of(job))
+    view.new_token_secret = new_token_secret_name(str(job["metadata"], "name"));
   view.now = clock_.wall_now();
+  if (auto cm = caches_.job_policy.get({options_.catalog_namespace, kJobPolicyConfigMap})) {
+    if (auto policy = parse_job_policy(*cm)) {
+      view.policy = std::move(*policy);
+    } else {
+      view.policy_problem = policy.error().message;
+      view.policy = JobPolicy{{}, {}, {}};  // allows nothing
+    }
+  }
   // A job waiting for its first plan does not look at the cluster (decide() stops at the
   // wait), so neither do we: a thousand jobs applied at once would each read every node and
   // job on every look.
@@ -143,25 +141,30 @@ kube::WriteOptions JobReconciler::quiet_write() const {
   return w;
 }
 
-Expected<void, kube::ReconcileError> JobReconciler::ensure_token_secret(const json& job) {
+Expected<ProgressTokenRecord, kube::ReconcileError> JobReconciler::create_token_secret(
+    const json& job, const std::string& name) {
   const std::string token = random_token();
-  if (token.empty()) return unexpected(kube::ReconcileError{"could not generate a progress token"});
+  if (token.empty() || name.empty())
+    return unexpected(kube::ReconcileError{"could not generate a progress token"});
   json secret = {
       {"apiVersion", "v1"},
       {"kind", "Secret"},
       {"metadata",
-       {{"name", token_secret_name(str(job["metadata"], "name"))},
+       {{"name", name},
         {"namespace", str(job["metadata"], "namespace")},
         {"labels", {{kJobLabel, str(job["metadata"], "name")}, {kManagedByLabel, kManagedByValue}}},
         {"ownerReferences", json::array({owner_reference(job)})}}},
       {"type", "Opaque"},
       {"stringData", {{kTokenKey, token}}}};
+  // A Secret of that name that exists already is not ours (the name has a random part): its
+  // token is unknown, and one that someone else chose must never pass for the job's. The next
+  // reconcile draws another name.
   auto created = client_.create(resources::secrets(), str(job["metadata"], "namespace"), secret,
                                 quiet_write());
-  if (!created && !created.error().is_already_exists()) {
-    return unexpected(api_failure("creating the progress-token Secret", created.error()));
+  if (!created) {
+    return unexpected(api_failure("creating the progress-token Secret " + name, created.error()));
   }
-  return {};
+  return ProgressTokenRecord{name, sha256_hex(token)};
 }
 
 Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube::ObjectKey& key,
@@ -247,12 +250,21 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     }
   }
   if (d.ensure_token_secret) {
-    if (auto ok = ensure_token_secret(job); !ok) {
+    // Before any pod that reads it, and recorded in the status write below, which every pod
+    // create waits for.
+    auto token = create_token_secret(job, view.new_token_secret);
+    if (!token) {
       if (takes_turn) caches_.line.forget(job);
-      return finish(unexpected(ok.error()));
+      return finish(unexpected(token.error()));
     }
+    if (!d.status) {
+      updated = job;
+      if (!updated.contains("status") || !updated["status"].is_object())
+        updated["status"] = json::object();
+    }
+    updated["status"]["progressToken"] = to_json(*token);
   }
-  if (d.status) {
+  if (d.status || d.ensure_token_secret) {
     auto written = client_.replace_status(job_resource(), updated, quiet_write());
     if (!written) {
       if (takes_turn) caches_.line.forget(job);

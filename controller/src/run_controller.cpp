@@ -9,7 +9,6 @@
 #include <optional>
 #include <thread>
 
-#include "depl/common/base64.hpp"
 #include "depl/common/clock.hpp"
 #include "depl/common/random.hpp"
 #include "depl/controller/http_server.hpp"
@@ -57,11 +56,10 @@ Expected<kube::ConnectionConfig> connect_config(const ControllerConfig& config) 
 }
 
 // The progress endpoint's view of jobs: straight from the API server, so a report builds on the
-// latest status; tokens from the Secret cache, falling back to a read.
+// latest status; token records from the jobs cache, or from the API server when it has none yet.
 class ClientJobAccess final : public JobAccess {
  public:
-  ClientJobAccess(kube::Client& client, const kube::Store& secrets)
-      : client_(client), secrets_(secrets) {}
+  ClientJobAccess(kube::Client& client, const kube::Store& jobs) : client_(client), jobs_(jobs) {}
 
   Expected<json, AccessError> get_job(const std::string& ns, const std::string& name) override {
     auto job = client_.get(job_resource(), ns, name);
@@ -82,36 +80,28 @@ class ClientJobAccess final : public JobAccess {
     return error(written.error().message);
   }
 
-  Expected<std::string, AccessError> token(const std::string& ns,
-                                           const std::string& name) override {
-    const std::string secret_name = token_secret_name(name);
-    json secret;
-    if (auto cached = secrets_.get({ns, secret_name})) {
-      secret = *cached;
-    } else {
-      auto read = client_.get(resources::secrets(), ns, secret_name);
-      if (!read && read.error().is_not_found()) {
-        return unexpected(
-            AccessError{"no progress token (the job is unknown or not started)", false});
-      }
-      if (!read) {
-        return unexpected(AccessError{"reading the progress token: " + read.error().message, true});
-      }
-      secret = *read;
+  std::optional<ProgressTokenRecord> cached_token(const std::string& ns,
+                                                  const std::string& name) override {
+    auto job = jobs_.get({ns, name});
+    if (!job) return std::nullopt;
+    return progress_token_of(*job);
+  }
+
+  Expected<ProgressTokenRecord, AccessError> token(const std::string& ns,
+                                                   const std::string& name) override {
+    auto job = get_job(ns, name);
+    if (!job) return unexpected(job.error());
+    auto record = progress_token_of(*job);
+    if (!record) {
+      return unexpected(
+          AccessError{"no progress token (the job has no workers yet, or is unknown)", false});
     }
-    const json& data = secret.value("data", json::object());
-    auto it = data.find(kTokenKey);
-    if (it == data.end() || !it->is_string())
-      return unexpected(AccessError{"the progress-token Secret has no token", false});
-    auto token = depl::base64_decode(it->get<std::string>());
-    if (!token)
-      return unexpected(AccessError{"the progress-token Secret's token is not base64", false});
-    return *token;
+    return *record;
   }
 
  private:
   kube::Client& client_;
-  const kube::Store& secrets_;
+  const kube::Store& jobs_;
 };
 
 // status.phase of a job or pod, "" when absent (json::value() would copy the whole status).
@@ -230,13 +220,14 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
     };
     jobs->add_handlers(std::move(forget_job));
   }
-  auto secrets = informer(resources::secrets(), config.watch_namespace, managed);
   auto config_maps =
       informer(resources::config_maps(), catalog_ns, "", "metadata.name=depl-gpu-catalog");
-  for (kube::Informer* i : {nodes.get(), services.get(), secrets.get(), config_maps.get()})
+  auto policy_maps = informer(resources::config_maps(), catalog_ns, "",
+                              fmt::format("metadata.name={}", kJobPolicyConfigMap));
+  for (kube::Informer* i : {nodes.get(), services.get(), config_maps.get(), policy_maps.get()})
     i->set_transform(kube::strip_managed_fields);
-  std::vector<kube::Informer*> all = {jobs.get(),     pods.get(),    nodes.get(),
-                                      services.get(), secrets.get(), config_maps.get()};
+  std::vector<kube::Informer*> all = {jobs.get(),     pods.get(),        nodes.get(),
+                                      services.get(), config_maps.get(), policy_maps.get()};
 
   metrics.set("depl_leader", {}, config.leader_elect ? 0 : 1);
 
@@ -257,7 +248,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   // The endpoints listen before the caches sync so probes answer from the start.
   std::unique_ptr<kube::Controller> controller_ptr;
   std::atomic<kube::Controller*> controller_for_progress{nullptr};
-  ClientJobAccess access(client, secrets->store());
+  ClientJobAccess access(client, jobs->store());
   ProgressEndpoint progress(access, clock, [&](const std::string& ns, const std::string& name) {
     if (auto* c = controller_for_progress.load()) c->queue().add({ns, name});
   });
@@ -323,7 +314,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   JobReconciler reconciler(
       client,
       {jobs->store(), pods->store(), gpus, line, nodes->store(), services->store(),
-       secrets->store(), config_maps->store(), expectations},
+       config_maps->store(), policy_maps->store(), expectations},
       clock,
       [&](const json& object, const EventSpec& e) {
         events.post(object,
@@ -343,7 +334,6 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   controller.watch_primary(*jobs);
   controller.watch_owned(*pods, kJobApiVersion, kJobKind);
   controller.watch_owned(*services, kJobApiVersion, kJobKind);
-  controller.watch_owned(*secrets, kJobApiVersion, kJobKind);
   // Capacity changes (nodes, other pods, the GPU catalog) concern every job not finished yet.
   auto unfinished_jobs = [&](const json&) {
     std::vector<kube::ObjectKey> keys;
@@ -355,6 +345,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   };
   controller.watch_mapped(*nodes, unfinished_jobs);
   controller.watch_mapped(*config_maps, unfinished_jobs);
+  // A job refused by the policy runs once the administrator allows what it asks.
+  controller.watch_mapped(*policy_maps, unfinished_jobs);
   // Jobs waiting for capacity look again when it may have been freed.
   auto pending_jobs_except = [&](const std::optional<kube::ObjectKey>& self) {
     std::vector<kube::ObjectKey> keys;

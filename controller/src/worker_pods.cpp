@@ -74,16 +74,27 @@ json assumed_profile(const PhaseLaunch& launch, const solver::ModelVariant& mode
 
 }  // namespace
 
+json restricted_pod_security() {
+  return json{{"runAsNonRoot", true},
+              {"runAsUser", kWorkerUid},
+              {"runAsGroup", kWorkerUid},
+              {"fsGroup", kWorkerUid},
+              {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+json restricted_container_security() {
+  return json{{"allowPrivilegeEscalation", false},
+              {"capabilities", {{"drop", json::array({"ALL"})}}},
+              {"runAsNonRoot", true},
+              {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
 std::string worker_pod_name(const std::string& job, std::size_t phase, int rank) {
   return fmt::format("{}-p{}-w{}", job, phase, rank);
 }
 
 std::string rendezvous_service_name(const std::string& job, std::size_t phase) {
   return fmt::format("{}-p{}", job, phase);
-}
-
-std::string token_secret_name(const std::string& job) {
-  return job + "-progress-token";
 }
 
 std::string checkpoint_dir(const json& job, const std::string& checkpoint_root) {
@@ -214,8 +225,7 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
       env_value("DEPL_PROGRESS_URL",
                 fmt::format("{}/v1/namespaces/{}/jobs/{}/progress", launch.progress_url, ns, name)),
       json{{"name", "DEPL_PROGRESS_TOKEN"},
-           {"valueFrom",
-            {{"secretKeyRef", {{"name", token_secret_name(name)}, {"key", kTokenKey}}}}}},
+           {"valueFrom", {{"secretKeyRef", {{"name", launch.token_secret}, {"key", kTokenKey}}}}}},
       env_value("DEPL_LOSS_PROFILE", assumed_profile(launch, model).dump()),
       env_value("WORLD_SIZE", std::to_string(phase.workers)),
       env_value("RANK", std::to_string(rank)),
@@ -255,13 +265,24 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
                     {"image", model.image},
                     {"env", env},
                     {"resources", resources},
-                    {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})}};
+                    {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})},
+                    {"securityContext", restricted_container_security()}};
   if (!mounts.empty()) container["volumeMounts"] = mounts;
-  json pod_spec = {{"restartPolicy", "Never"},   {"hostname", pod_name},
-                   {"subdomain", service},       {"nodeSelector", node_selector},
-                   {"tolerations", tolerations}, {"containers", json::array({container})}};
+  json pod_spec = {{"restartPolicy", "Never"},
+                   {"hostname", pod_name},
+                   {"subdomain", service},
+                   {"nodeSelector", node_selector},
+                   {"tolerations", tolerations},
+                   {"securityContext", restricted_pod_security()},
+                   {"containers", json::array({container})}};
   if (!volumes.empty()) pod_spec["volumes"] = volumes;
-  if (!service_account.empty()) pod_spec["serviceAccountName"] = service_account;
+  // The namespace's default ServiceAccount unless the job names one its policy allows; a worker
+  // needs no API token unless a job asks for an account for it.
+  if (service_account.empty()) {
+    pod_spec["automountServiceAccountToken"] = false;
+  } else {
+    pod_spec["serviceAccountName"] = service_account;
+  }
   return json{{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata",

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -58,7 +59,7 @@ JobView view_with_nodes() {
   v.job = quickstart_job();
   v.nodes = shared({node("a100-0", "a100", 8, 120000, 2.5), node("a100-1", "a100", 8, 120000, 2.5),
                     node("t4-0", "t4", 1, 30000, 0.35), node("t4-1", "t4", 1, 30000, 0.35)});
-  v.token_secret_exists = true;
+  v.new_token_secret = "quickstart-progress-a1b2c3d4";
   v.now = std::chrono::system_clock::from_time_t(1'800'000'000);
   return v;
 }
@@ -73,6 +74,9 @@ DecideOptions options() {
 // Applies a decision to the view as the executor and the cluster would.
 void apply(JobView& v, const Decision& d) {
   if (d.status) v.job["status"] = *d.status;
+  if (d.ensure_token_secret) {
+    v.job["status"]["progressToken"] = {{"secret", v.new_token_secret}, {"sha256", "3f7a"}};
+  }
   for (const auto& object : d.create) {
     json o = object;
     o["metadata"]["uid"] = "uid-" + o["metadata"]["name"].get<std::string>();
@@ -108,7 +112,6 @@ bool has_event(const Decision& d, const std::string& reason) {
 
 TEST(JobDecision, PlansThenStartsTheFirstPhase) {
   JobView v = view_with_nodes();
-  v.token_secret_exists = false;
   Decision d = decide(v, options());
   ASSERT_TRUE(d.status.has_value());
   const json& s = *d.status;
@@ -127,6 +130,25 @@ TEST(JobDecision, PlansThenStartsTheFirstPhase) {
   EXPECT_EQ(d.create[0]["kind"], "Service");
   EXPECT_EQ(d.create[1]["metadata"]["name"], "quickstart-p0-w0");
   EXPECT_EQ(d.create[1]["spec"]["nodeSelector"]["depl.dev/pool"], plan->phases[0].pool);
+  // Its pods read the token from the Secret the executor creates under the view's name.
+  const json& env = d.create[1]["spec"]["containers"][0]["env"];
+  const auto token = std::find_if(env.begin(), env.end(),
+                                  [](const json& e) { return e["name"] == "DEPL_PROGRESS_TOKEN"; });
+  ASSERT_NE(token, env.end());
+  EXPECT_EQ((*token)["valueFrom"]["secretKeyRef"]["name"], v.new_token_secret);
+  // Once the status records a token, pods use its Secret and no other is made.
+  apply(v, d);
+  v.new_token_secret.clear();
+  v.owned_pods.clear();
+  const Decision again = decide(v, options());
+  EXPECT_FALSE(again.ensure_token_secret);
+  ASSERT_FALSE(again.create.empty());
+  const json& again_env = again.create.back()["spec"]["containers"][0]["env"];
+  const auto again_token = std::find_if(again_env.begin(), again_env.end(), [](const json& e) {
+    return e["name"] == "DEPL_PROGRESS_TOKEN";
+  });
+  ASSERT_NE(again_token, again_env.end());
+  EXPECT_EQ(*again_token, *token);
   EXPECT_EQ(s["observedGeneration"], 1);
   EXPECT_DOUBLE_EQ(s["plan"]["predicted"]["probability"].get<double>(), plan->probability);
   EXPECT_GE(plan->probability, 0.9);
@@ -255,7 +277,6 @@ TEST(JobDecision, ARefusalOfTheWorkersHoldsTheSpecGenerationUntilItChanges) {
 
 TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   JobView v = view_with_nodes();
-  v.token_secret_exists = false;
   v.unplanned_earlier_job = "default/older";
   Decision d = decide(v, options());
   EXPECT_FALSE(d.ensure_token_secret) << "no progress token before there are workers";
@@ -279,7 +300,6 @@ TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
   EXPECT_EQ(condition_status(*later.status, "Planned"), true);
   EXPECT_FALSE(later.create.empty());
   EXPECT_TRUE(later.ensure_token_secret);
-  v.token_secret_exists = true;
   // A job that already has a plan is not held back by a newer unplanned neighbour's ordering.
   apply(v, later);
   v.unplanned_earlier_job = "default/older";
@@ -365,7 +385,6 @@ TEST(JobDecision, PoolLostMidPhaseIsReplannedOntoTheRemainingPoolOnce) {
 TEST(JobDecision, InfeasibleWithoutNodesThenPlannedWhenNodesArrive) {
   JobView v = view_with_nodes();
   v.nodes.clear();
-  v.token_secret_exists = false;
   Decision d = decide(v, options());
   EXPECT_EQ(condition_status(*d.status, "Planned"), false);
   EXPECT_EQ((*d.status)["phase"], "Pending");

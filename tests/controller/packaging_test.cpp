@@ -16,6 +16,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "depl/controller/job_policy.hpp"
 #include "depl/controller/pool_discovery.hpp"
 #include "packaging/chart_files.hpp"
 #include "packaging/schema_check.hpp"
@@ -237,6 +238,21 @@ TEST(Rbac, ClusterRoleAndRoleGrantExactlyTheApiCallsTheControllerMakes) {
   EXPECT_THAT(missing, IsEmpty()) << "called but not granted:" << show(missing);
 }
 
+// The controller reads no Secret anywhere: it creates each job's token Secret and keeps the
+// token's hash in the job's status.
+TEST(Rbac, NoSecretIsReadable) {
+  const auto objects = rendered_defaults();
+  for (const char* kind : {"ClusterRole", "Role"}) {
+    const json* role = find_object(objects, kind, kReleaseName);
+    ASSERT_NE(role, nullptr) << kind;
+    for (const auto& [scope, group, resource, verb] : grants_of(*role, kind)) {
+      if (group == "" && resource == "secrets") {
+        EXPECT_EQ(verb, "create") << kind;
+      }
+    }
+  }
+}
+
 TEST(Rbac, BindingsBindTheRolesToTheControllersServiceAccount) {
   const auto objects = rendered_defaults();
   for (const auto& [binding, role] :
@@ -361,6 +377,66 @@ TEST(GpuCatalog, RenderedConfigMapReadsWithTheControllersParser) {
   const auto overridden =
       controller::parse_gpu_catalog(*find_object(cheap, "ConfigMap", "depl-gpu-catalog"), problems);
   EXPECT_DOUBLE_EQ(overridden.at("Tesla-T4").price_per_gpu_hour, 0.11);
+}
+
+// The rendered depl-job-policy reads with the controller's own parser: by default no
+// ServiceAccount, no toleration, any image; what the values list is what the controller allows.
+TEST(JobPolicy, RenderedConfigMapReadsWithTheControllersParser) {
+  const auto objects = rendered_defaults();
+  const json* cm = find_object(objects, "ConfigMap", controller::kJobPolicyConfigMap);
+  ASSERT_NE(cm, nullptr);
+  EXPECT_EQ((*cm)["metadata"]["namespace"], kReleaseNamespace);
+  auto defaults = controller::parse_job_policy(*cm);
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_THAT(defaults->service_accounts, IsEmpty());
+  EXPECT_THAT(defaults->tolerations, IsEmpty());
+  EXPECT_THAT(defaults->images, ElementsAre("*"));
+  auto custom = with_values([](json& v) {
+    v["jobPolicy"]["serviceAccounts"] = {"trainer"};
+    v["jobPolicy"]["tolerations"] = {{{"key", "spot"}, {"operator", "Exists"}}};
+    v["jobPolicy"]["images"] = {"registry.example.com/ml/*"};
+  });
+  const json* custom_cm = find_object(custom, "ConfigMap", controller::kJobPolicyConfigMap);
+  ASSERT_NE(custom_cm, nullptr);
+  auto policy = controller::parse_job_policy(*custom_cm);
+  ASSERT_TRUE(policy) << policy.error().message;
+  EXPECT_THAT(policy->service_accounts, ElementsAre("trainer"));
+  ASSERT_EQ(policy->tolerations.size(), 1u);
+  EXPECT_EQ(policy->tolerations[0]["key"], "spot");
+  EXPECT_THAT(policy->images, ElementsAre("registry.example.com/ml/*"));
+}
+
+// The NetworkPolicy admits worker pods to the progress port and the configured peers to the
+// metrics port, and nothing to the health port (the kubelet's probes come from the node).
+TEST(NetworkPolicy, AdmitsWorkersToProgressAndTheConfiguredPeersToMetrics) {
+  const auto objects = rendered_defaults();
+  const json* np = find_object(objects, "NetworkPolicy", kReleaseName);
+  ASSERT_NE(np, nullptr);
+  const json* d = find_object(objects, "Deployment", kReleaseName);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ((*np)["spec"]["podSelector"]["matchLabels"],
+            (*d)["spec"]["template"]["metadata"]["labels"]);
+  EXPECT_EQ((*np)["spec"]["policyTypes"], json::array({"Ingress"}));
+  std::map<int, json> from_by_port;
+  for (const auto& rule : (*np)["spec"]["ingress"]) {
+    for (const auto& port : rule["ports"]) from_by_port[port["port"].get<int>()] = rule["from"];
+  }
+  ASSERT_EQ(from_by_port.size(), 2u) << (*np).dump(1);
+  EXPECT_FALSE(from_by_port.contains(8082)) << "the health port admits only the node";
+  const json& workers = from_by_port[8081];
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0]["namespaceSelector"], json::object());
+  EXPECT_EQ(workers[0]["podSelector"]["matchExpressions"][0]["key"], "depl.dev/job");
+  EXPECT_EQ(workers[0]["podSelector"]["matchExpressions"][0]["operator"], "Exists");
+  EXPECT_EQ(from_by_port[8080], json::array({{{"namespaceSelector", json::object()}}}));
+
+  // An empty metricsFrom admits no one to metrics (an empty `from` would admit everyone).
+  auto closed = with_values([](json& v) { v["networkPolicy"]["metricsFrom"] = json::array(); });
+  const json* shut = find_object(closed, "NetworkPolicy", kReleaseName);
+  ASSERT_NE(shut, nullptr);
+  EXPECT_EQ((*shut)["spec"]["ingress"].size(), 1u);
+  auto off = with_values([](json& v) { v["networkPolicy"]["enabled"] = false; });
+  EXPECT_EQ(find_object(off, "NetworkPolicy", kReleaseName), nullptr);
 }
 
 TEST(Notes, RenderAndTellTheUserWhatToDoNext) {

@@ -104,9 +104,11 @@ class FakeAccess : public JobAccess {
  public:
   json job = running_job();                                       // what every known job reads as
   std::map<std::string, std::string> tokens = {{"j", "s3cret"}};  // the known jobs (ns "ns")
+  bool cache_shows_tokens = true;  // the jobs cache holds every known job's token record
   int conflicts = 0;
   int writes = 0;
-  int token_lookups = 0;
+  int cached_lookups = 0;
+  int token_lookups = 0;  // token records read from the API server
   bool api_down = false;  // every read fails as when the API server cannot be reached
   Expected<json, AccessError> get_job(const std::string&, const std::string& name) override {
     if (api_down) return unexpected(AccessError{"connection refused", true});
@@ -122,12 +124,24 @@ class FakeAccess : public JobAccess {
     job = j;
     return true;
   }
-  Expected<std::string, AccessError> token(const std::string&, const std::string& name) override {
+  std::optional<ProgressTokenRecord> cached_token(const std::string&,
+                                                  const std::string& name) override {
+    ++cached_lookups;
+    auto it = tokens.find(name);
+    if (!cache_shows_tokens || it == tokens.end()) return std::nullopt;
+    return record_of(it->second);
+  }
+  Expected<ProgressTokenRecord, AccessError> token(const std::string&,
+                                                   const std::string& name) override {
     ++token_lookups;
     if (api_down) return unexpected(AccessError{"connection refused", true});
     auto it = tokens.find(name);
     if (it == tokens.end()) return unexpected(AccessError{"no progress token"});
-    return it->second;
+    return record_of(it->second);
+  }
+  // What the job's status records: the hash, never the token ("" records none).
+  static ProgressTokenRecord record_of(const std::string& token) {
+    return {"j-progress-x1y2z3w4", token.empty() ? "" : sha256_hex(token)};
   }
 };
 
@@ -195,7 +209,58 @@ TEST(ProgressEndpoint, NamesThatAreNotUtf8AreAnsweredNotThrown) {
                                                "s3cret", "/v1/namespaces/ns/jobs/\xff/progress")));
   EXPECT_EQ(reply.status, 404);
   const json body = json::parse(reply.body);
-  EXPECT_EQ(body["error"], "job ns/\uFFFD: no progress token") << reply.body;
+  EXPECT_EQ(body["error"].get<std::string>().rfind("no job ns/\uFFFD: ", 0), 0u) << reply.body;
+}
+
+// A namespace or job name that Kubernetes could not have given is refused before anything is
+// looked up, in the cache or the API server (a name that is not UTF-8 must not cost retried
+// GETs and a 503).
+TEST(ProgressEndpoint, NamesKubernetesCannotHaveAreRefusedBeforeAnyLookup) {
+  FakeAccess access;
+  FakeClock clock;
+  ProgressEndpoint endpoint(access, clock, {});
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  const std::string long_label(64, 'n');
+  for (const std::string& path :
+       {std::string("/v1/namespaces/ns/jobs/\xff\xfe/progress"),
+        std::string("/v1/namespaces/ns/jobs/UPPER/progress"),
+        std::string("/v1/namespaces/ns/jobs/-dash/progress"),
+        std::string("/v1/namespaces/ns/jobs/") + std::string(254, 'a') + "/progress",
+        std::string("/v1/namespaces/") + long_label + "/jobs/j/progress",
+        std::string("/v1/namespaces/n.s/jobs/j/progress"),
+        std::string("/v1/namespaces/ns/jobs/a%2Fb/progress")}) {
+    HttpReply reply = endpoint.handle(post(body, "s3cret", path));
+    EXPECT_EQ(reply.status, 404) << path << " " << reply.body;
+    EXPECT_NE(reply.body.find("DNS-1123"), std::string::npos) << reply.body;
+  }
+  EXPECT_EQ(access.cached_lookups, 0);
+  EXPECT_EQ(access.token_lookups, 0);
+  EXPECT_EQ(endpoint.peer_buckets(), 0u);
+  // A name of a subdomain's form (dots) is a valid job name.
+  access.tokens["j.v2"] = "s3cret";
+  EXPECT_EQ(endpoint.handle(post(body, "s3cret", "/v1/namespaces/ns/jobs/j.v2/progress")).status,
+            200);
+}
+
+// The token is checked against the hash the job's status records; the token itself is nowhere
+// but in the Secret the workers read. A job the cache does not show yet is read from the API
+// server, and an authenticated report gives back what it spent of its address's budget.
+TEST(ProgressEndpoint, TheTokenIsCheckedAgainstTheHashInTheStatus) {
+  FakeAccess access;
+  access.cache_shows_tokens = false;
+  FakeClock clock;
+  ProgressEndpointOptions o;
+  o.failed_auth_burst = 2;
+  ProgressEndpoint endpoint(access, clock, {}, o);
+  const std::string body = R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})";
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(endpoint.handle(post(body)).status, 200) << i;
+  EXPECT_EQ(access.token_lookups, 5);
+  EXPECT_EQ(endpoint.handle(post(body, FakeAccess::record_of("s3cret").sha256)).status, 401)
+      << "the hash itself is not the token";
+  EXPECT_EQ(access.token_lookups, 6);
+  access.cache_shows_tokens = true;
+  EXPECT_EQ(endpoint.handle(post(body)).status, 200);
+  EXPECT_EQ(access.token_lookups, 6);  // from the cache
 }
 
 TEST(ProgressEndpoint, RateLimitsPerJob) {
@@ -295,18 +360,21 @@ TEST(ProgressEndpoint, TheFailedAuthenticationLimitSaysWhenToRetry) {
   const std::string first = retry_after(limited);
   EXPECT_EQ(first, seconds_until_a_token(o.failed_auth_per_second, 0));
 
-  // The address is locked out even with the right token, and told for how long.
+  // The job's own workers behind that address (SNAT) still get in with the right token: a
+  // stranger sharing their address cannot lock them out.
   clock.advance(std::chrono::milliseconds(1500));
-  limited = endpoint.handle(post(body, "s3cret", path, "10.9.9.9"));
+  HttpReply worker = endpoint.handle(post(body, "s3cret", path, "10.9.9.9"));
+  EXPECT_EQ(worker.status, 200) << worker.body;
+  EXPECT_EQ(access.writes, 1);
+  // A wrong token is still refused before any lookup, and told for how long.
+  limited = endpoint.handle(post(body, "guess", path, "10.9.9.9"));
   EXPECT_EQ(limited.status, 429) << limited.body;
   EXPECT_EQ(retry_after(limited), seconds_until_a_token(o.failed_auth_per_second, 1.5 * 0.25));
   EXPECT_NE(retry_after(limited), first);
-  EXPECT_EQ(access.writes, 0);
 
   clock.advance(std::chrono::seconds(std::stoi(retry_after(limited))));
-  HttpReply after = endpoint.handle(post(body, "s3cret", path, "10.9.9.9"));
-  EXPECT_EQ(after.status, 200) << after.body;
-  EXPECT_EQ(access.writes, 1);
+  HttpReply after = endpoint.handle(post(body, "guess", path, "10.9.9.9"));
+  EXPECT_EQ(after.status, 401) << after.body;
 }
 
 // A stranger without the token used to spend the job's own budget (the limit came before the
@@ -390,14 +458,14 @@ TEST(ProgressEndpoint, OneJobsTokenCannotReportForAnother) {
 
 TEST(ProgressEndpoint, AnEmptyTokenAdmitsNobody) {
   FakeAccess access;
-  access.tokens["j"] = "";  // the Secret was emptied by hand
+  access.tokens["j"] = "";  // the status was edited to record an empty hash
   FakeClock clock;
   ProgressEndpoint endpoint(access, clock, {});
   HttpRequestView request = post(R"({"phase":0,"rank":0,"epoch":2,"loss":0.7})");
   request.headers["authorization"] = "Bearer ";
   HttpReply reply = endpoint.handle(request);
   EXPECT_EQ(reply.status, 404) << reply.body;
-  EXPECT_NE(reply.body.find("empty token"), std::string::npos) << reply.body;
+  EXPECT_NE(reply.body.find("records no progress token"), std::string::npos) << reply.body;
   EXPECT_EQ(access.writes, 0);
 }
 
@@ -433,6 +501,10 @@ TEST(ProgressEndpoint, RateLimitBucketsDoNotAccumulate) {
   clock.advance(std::chrono::seconds(61));
   EXPECT_EQ(report(0, "10.0.0.7"), 200);
   EXPECT_EQ(endpoint.job_buckets(), 1u);
+  // An authenticated worker spends no address budget; the next failed authentication sweeps.
+  EXPECT_EQ(
+      endpoint.handle(post(body, "nope", "/v1/namespaces/ns/jobs/j/progress", "10.2.0.1")).status,
+      401);
   EXPECT_EQ(endpoint.peer_buckets(), 1u);
 }
 

@@ -1,7 +1,9 @@
 #include "depl/controller/worker_pods.hpp"
 
 #include <gtest/gtest.h>
+
 #include <set>
+#include "pod_security_standard.hpp"
 
 namespace depl::controller {
 namespace {
@@ -43,6 +45,7 @@ struct Fixture {
     l.start_epoch = 3;
     l.epochs = 5;
     l.progress_url = "http://127.0.0.1:8081";
+    l.token_secret = "mnist-progress-q2w3e4r5";
     return l;
   }
 };
@@ -69,7 +72,10 @@ TEST(WorkerPods, CarriesTheWorkerContract) {
   EXPECT_EQ(env_of(pod, "DEPL_CHECKPOINT_DIR"), "/ckpt/ml/mnist/u-1");
   EXPECT_EQ(env_of(pod, "DEPL_PROGRESS_URL"),
             "http://127.0.0.1:8081/v1/namespaces/ml/jobs/mnist/progress");
-  EXPECT_NE(env_of(pod, "DEPL_PROGRESS_TOKEN").find("mnist-progress-token"), std::string::npos);
+  EXPECT_EQ(json::parse(env_of(pod, "DEPL_PROGRESS_TOKEN")),
+            (json{{"name", "DEPL_PROGRESS_TOKEN"},
+                  {"valueFrom",
+                   {{"secretKeyRef", {{"name", "mnist-progress-q2w3e4r5"}, {"key", "token"}}}}}}));
   EXPECT_EQ(json::parse(env_of(pod, "DEPL_LOSS_PROFILE"))["decayPerEpoch"], 0.5);
   EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "2");
   EXPECT_EQ(env_of(pod, "RANK"), "1");
@@ -136,6 +142,32 @@ TEST(WorkerPods, AJobRecreatedUnderTheSameNameGetsItsOwnCheckpointDirectory) {
   const std::string odd = env_of(build_worker_pod(f.launch(), 0), "DEPL_CHECKPOINT_DIR");
   EXPECT_EQ(odd.rfind("/ckpt/ml/mnist/", 0), 0u) << odd;
   EXPECT_EQ(odd.find(".."), std::string::npos) << odd;
+}
+
+// Worker pods are admitted in namespaces that enforce the restricted Pod Security Standard.
+
+TEST(WorkerPods, PassTheRestrictedPodSecurityStandard) {
+  Fixture f;
+  for (int rank = 0; rank < 2; ++rank) {
+    const json pod = build_worker_pod(f.launch(), rank);
+    EXPECT_EQ(testing::restricted_violations(pod), std::vector<std::string>{}) << pod.dump(1);
+  }
+  // Without a ServiceAccount the pod runs as the namespace's default one, without its token.
+  f.job["spec"]["podTemplate"].erase("serviceAccountName");
+  const json pod = build_worker_pod(f.launch(), 0);
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
+  EXPECT_FALSE(pod["spec"].contains("serviceAccountName"));
+  EXPECT_TRUE(testing::restricted_violations(pod).empty());
+  // The check is not blind: the same pod without its securityContext breaks four of the
+  // controls.
+  json bare = pod;
+  bare["spec"].erase("securityContext");
+  bare["spec"]["containers"][0].erase("securityContext");
+  EXPECT_EQ(testing::restricted_violations(bare).size(), 4u);
+  json host = pod;
+  host["spec"]["volumes"].push_back({{"name", "host"}, {"hostPath", {{"path", "/"}}}});
+  host["spec"]["containers"][0]["securityContext"]["privileged"] = true;
+  EXPECT_EQ(testing::restricted_violations(host).size(), 2u);
 }
 
 TEST(WorkerPods, DeterministicAndServiceMatchesPods) {

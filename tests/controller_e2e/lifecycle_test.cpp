@@ -91,8 +91,11 @@ TEST_F(ControllerE2e, AppliedJobIsPlannedRunsItsPodsSwitchesVariantAndSucceeds) 
   EXPECT_EQ(pod_env(pod, "DEPL_DATASETS"), json("curated"));
   EXPECT_EQ(pod_env(pod, "DEPL_PROGRESS_URL"),
             json(progress_url() + "/v1/namespaces/default/jobs/lifecycle/progress"));
+  // The Secret the status records, which the controller made under a name with a random part.
+  const std::string token_secret = job["status"]["progressToken"].value("secret", "");
+  EXPECT_EQ(token_secret.rfind("lifecycle-progress-", 0), 0u) << job["status"].dump(1);
   EXPECT_EQ(pod_env(pod, "DEPL_PROGRESS_TOKEN"),
-            json({{"secretKeyRef", {{"name", "lifecycle-progress-token"}, {"key", "token"}}}}));
+            json({{"secretKeyRef", {{"name", token_secret}, {"key", "token"}}}}));
   EXPECT_EQ(pod_env(pod, "WORLD_SIZE"), json(std::to_string(phases[0].value("workers", 0))));
   EXPECT_EQ(pod_env(pod, "RANK"), json("0"));
   EXPECT_EQ(pod_env(pod, "MASTER_ADDR"), json("127.0.0.1"));  // RendezvousMode::Loopback

@@ -21,19 +21,25 @@ json progress_of(const json& job) {
   return (*status)["progress"];
 }
 
+// The token in the Secret the job's status names (the test reads it; the controller never does).
+std::string token_of(const json& job, kube::Client& client) {
+  const std::string name = job.value("status", json::object())
+                               .value("progressToken", json::object())
+                               .value("secret", "");
+  if (name.empty()) return "";
+  auto secret = client.get(kube::resources::secrets(), "default", name);
+  if (!secret) return "";
+  return depl::base64_decode((*secret)["data"].value("token", "")).value_or("");
+}
+
 TEST_F(ControllerE2e, ProgressEndpointRejectsBadReportsAndRecordsNothing) {
   ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
   ASSERT_NO_FATAL_FAILURE(start_controller());
   create_job(job_from("job.yaml", "guarded", 600));  // its worker's first epoch ends after the test
   json job = wait_job(
       "guarded", [](const json& j) { return job_phase(j) == "Running"; }, "phase Running");
-  std::string token;
-  ASSERT_TRUE(wait_until([&] {
-    auto secret = client_->get(kube::resources::secrets(), "default", "guarded-progress-token");
-    if (!secret) return false;
-    token = depl::base64_decode((*secret)["data"].value("token", "")).value_or("");
-    return !token.empty();
-  })) << "no progress-token Secret";
+  const std::string token = token_of(job, *client_);
+  ASSERT_FALSE(token.empty()) << "no progress-token Secret";
   const json before = progress_of(get_job("guarded"));
   ASSERT_EQ(before.value("epoch", 0), 0) << before.dump();
 
@@ -78,6 +84,42 @@ TEST_F(ControllerE2e, ProgressEndpointRejectsBadReportsAndRecordsNothing) {
   job = get_job("guarded");
   EXPECT_EQ(progress_of(job).value("epoch", 0), 1) << job["status"].dump(1);
   EXPECT_EQ(progress_of(job).value("loss", 0.0), 1.5);
+}
+
+// A Secret made beforehand under a name a token Secret could have (<job>-progress-token), by
+// someone who may create Secrets in the namespace but not the job, must not pass for the job's:
+// its maker could report for the job. The controller makes the Secret under a name with a random
+// part, checks reports against the hash the status records, and never reads a Secret.
+TEST_F(ControllerE2e, ASecretMadeBeforeTheJobCannotPassForItsToken) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  const json planted = {
+      {"apiVersion", "v1"},
+      {"kind", "Secret"},
+      {"metadata", {{"name", "hijacked-progress-token"}, {"namespace", "default"}}},
+      {"type", "Opaque"},
+      {"stringData", {{"token", "chosen-by-a-stranger"}}}};
+  ASSERT_TRUE(client_->create(kube::resources::secrets(), "default", planted));
+  create_job(job_from("job.yaml", "hijacked", 600));  // no report of its own during the test
+  const json job = wait_job(
+      "hijacked", [](const json& j) { return job_phase(j) == "Running"; }, "phase Running");
+  const std::string recorded = job["status"]["progressToken"].value("secret", "");
+  EXPECT_NE(recorded, "hijacked-progress-token");
+  EXPECT_EQ(recorded.rfind("hijacked-progress-", 0), 0u) << job["status"].dump(1);
+  EXPECT_EQ(job["status"]["progressToken"].value("sha256", "").size(), 64u);
+  // The job's pods read the controller's Secret, and the planted token is refused.
+  for (const auto& pod : pods_of("hijacked")) {
+    EXPECT_EQ(pod_env(pod, "DEPL_PROGRESS_TOKEN"),
+              json({{"secretKeyRef", {{"name", recorded}, {"key", "token"}}}}));
+  }
+  const std::string url = progress_url() + "/v1/namespaces/default/jobs/hijacked/progress";
+  const std::string report = R"({"phase":0,"rank":0,"epoch":1,"loss":0.01})";
+  HttpAnswer hijack = http_post(url, "chosen-by-a-stranger", report);
+  EXPECT_EQ(hijack.status, 401) << hijack.body;
+  EXPECT_EQ(progress_of(get_job("hijacked")).value("epoch", 0), 0);
+  // The job's own token is taken.
+  HttpAnswer own = http_post(url, token_of(job, *client_), report);
+  EXPECT_EQ(own.status, 200) << own.body;
 }
 
 }  // namespace

@@ -66,6 +66,9 @@ std::vector<ResourceType> builtin_resource_types() {
       make("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, true);
   deployments.categories = {"all"};
   types.push_back(deployments);
+  // Stored and served only: the dev cluster's pods are local processes, not isolated by policy.
+  types.push_back(make("networking.k8s.io", "v1", "networkpolicies", "networkpolicy",
+                       "NetworkPolicy", true, {"netpol"}));
   const std::string rbac = "rbac.authorization.k8s.io";
   types.push_back(make(rbac, "v1", "roles", "role", "Role", true));
   types.push_back(make(rbac, "v1", "rolebindings", "rolebinding", "RoleBinding", true));

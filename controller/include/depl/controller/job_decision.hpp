@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "depl/controller/job_policy.hpp"
 #include "depl/controller/pool_discovery.hpp"
 #include "depl/controller/worker_pods.hpp"
 #include "depl/solver/solve.hpp"
@@ -24,7 +25,14 @@ struct JobView {
   nlohmann::json job;
   std::vector<nlohmann::json> owned_pods;      // pods whose controller is this job
   std::vector<nlohmann::json> owned_services;  // services whose controller is this job
-  bool token_secret_exists = false;
+  // The name for the job's progress-token Secret if it gets workers and its status records no
+  // token yet (progress_token.hpp): the executor's random choice, so that decide() stays a
+  // function of the view.
+  std::string new_token_secret;
+  // The administrator's job policy (job_policy.hpp), and why it could not be read when it could
+  // not (then no job runs until it is fixed).
+  JobPolicy policy;
+  std::string policy_problem;
   SharedObjects nodes;
   GpusByNode gpus_in_use;  // GPUs held on each node by pods other than this job's
   GpuCatalog catalog;
@@ -80,7 +88,9 @@ struct ObjectToDelete {
 
 struct Decision {
   std::optional<nlohmann::json> status;  // the whole new status when it changed
-  // Create the progress-token Secret (random token): when the job has or gets pods.
+  // Create the progress-token Secret named view.new_token_secret with a random token, and
+  // record it in the status (status.progressToken), before any pod: the job gets workers and its
+  // status records no token yet. The pods created reference that Secret.
   bool ensure_token_secret = false;
   std::vector<nlohmann::json> create;  // Pods and Services, in order
   std::vector<ObjectToDelete> remove;

@@ -16,6 +16,7 @@
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/metrics.hpp"
 #include "depl/controller/placement_line.hpp"
+#include "depl/controller/progress_token.hpp"
 #include "depl/kube/client.hpp"
 #include "depl/kube/runtime/controller.hpp"
 #include "depl/kube/runtime/store.hpp"
@@ -30,8 +31,8 @@ struct JobCaches {
                             // plan written is assumed into it at once)
   const kube::Store& nodes;
   const kube::Store& services;       // services the operator manages
-  const kube::Store& secrets;        // secrets the operator manages
   const kube::Store& config_maps;    // the GPU catalog
+  const kube::Store& job_policy;     // the depl-job-policy ConfigMap (job_policy.hpp)
   CreateExpectations& expectations;  // creates not seen yet in `pods` and `services`
 };
 
@@ -62,7 +63,9 @@ class JobReconciler {
   JobView view_of(const nlohmann::json& job) const;
 
  private:
-  Expected<void, kube::ReconcileError> ensure_token_secret(const nlohmann::json& job);
+  // Creates the Secret `name` with a random progress token for `job`; what its status records.
+  Expected<ProgressTokenRecord, kube::ReconcileError> create_token_secret(const nlohmann::json& job,
+                                                                          const std::string& name);
   // The options of the reconciler's writes, which never read the object the server returns.
   kube::WriteOptions quiet_write() const;
   // The API server refused `object`, built from `job`'s spec (creation_rejection.hpp): records it

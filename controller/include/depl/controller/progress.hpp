@@ -19,6 +19,7 @@
 #include "depl/common/expected.hpp"
 #include "depl/controller/http_server.hpp"
 #include "depl/controller/keyed_rate_limiter.hpp"
+#include "depl/controller/progress_token.hpp"
 
 namespace depl::controller {
 
@@ -60,9 +61,14 @@ class JobAccess {
                                                         const std::string& name) = 0;
   // Writes the job's status with its resourceVersion as precondition; false on a conflict.
   virtual Expected<bool> write_status(const nlohmann::json& job) = 0;
-  // The job's progress token, or an error when the Secret is missing or cannot be read.
-  virtual Expected<std::string, AccessError> token(const std::string& ns,
-                                                   const std::string& name) = 0;
+  // The job's progress-token record (progress_token.hpp) as the controller's cache shows it,
+  // without asking the API server: nothing when the cache has no such job or it records none.
+  virtual std::optional<ProgressTokenRecord> cached_token(const std::string& ns,
+                                                          const std::string& name) = 0;
+  // The same from the API server, which may have recorded the token a moment before the cache
+  // shows it; an error when the job is missing (or records no token) or cannot be read.
+  virtual Expected<ProgressTokenRecord, AccessError> token(const std::string& ns,
+                                                           const std::string& name) = 0;
 };
 
 // Every limit of the endpoint. docs/operations.md ("Security") quotes these defaults. A request
@@ -75,9 +81,10 @@ struct ProgressEndpointOptions {
   double reports_per_second = 20;
   double burst = 40;
   // Requests that fail authentication (no token, a wrong one, a job without a token, a lookup
-  // that failed), per peer address: each costs a token lookup, an API read when the Secret is
-  // not cached. A peer over this limit is answered 429 before any lookup, even with a right token;
-  // workers run in pods of their own, so a stranger can only lock out its own address.
+  // that failed), per peer address: each may cost an API read (a job the cache does not show).
+  // A peer over this limit is answered 429 before any such read; a report whose token matches
+  // the job's record in the cache is let in all the same, so a stranger behind the same address
+  // (SNAT) cannot lock the job's workers out.
   double failed_auth_per_second = 1;
   double failed_auth_burst = 10;
   // Bounds the buckets held for each limit (jobs, peers); refilled ones are dropped every sweep.

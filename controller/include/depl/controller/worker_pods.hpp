@@ -20,7 +20,7 @@ inline constexpr const char* kPhaseLabel = "depl.dev/phase";
 inline constexpr const char* kRankLabel = "depl.dev/rank";
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "depl-operator";
-// Key in the job's token Secret that holds the progress token.
+// Key in the job's token Secret that holds the progress token (progress_token.hpp).
 inline constexpr const char* kTokenKey = "token";
 
 // The environment variables the operator sets on worker pods (docs/worker-contract.md, section
@@ -49,18 +49,25 @@ struct PhaseLaunch {
   std::string pool_label = "depl.dev/pool";  // node label that selects the phase's pool
   std::string progress_url;                  // base URL of the controller's progress endpoint
   std::string checkpoint_root;               // overrides spec.checkpoint.path when not empty
+  std::string token_secret;                  // the Secret holding the job's progress token
   RendezvousMode rendezvous = RendezvousMode::Dns;
 };
 
 std::string worker_pod_name(const std::string& job, std::size_t phase, int rank);
 std::string rendezvous_service_name(const std::string& job, std::size_t phase);
-std::string token_secret_name(const std::string& job);
 // The worker-facing checkpoint directory of a job: <root>/<namespace>/<name>/<uid>, so that a job
 // re-created under the same name starts afresh.
 std::string checkpoint_dir(const nlohmann::json& job, const std::string& checkpoint_root);
 // A port for the phase's rendezvous, stable for (job uid, phase) and spread out so that phases
 // running side by side on one machine (the dev cluster) do not collide.
 int rendezvous_port(const std::string& job_uid, std::size_t phase);
+
+// Worker pods meet the restricted Pod Security Standard, so they run in namespaces that enforce
+// it: not root (user and group 65532, which also owns mounted volumes through fsGroup), no
+// privilege escalation, every capability dropped, the runtime's default seccomp profile.
+inline constexpr int kWorkerUid = 65532;
+nlohmann::json restricted_pod_security();
+nlohmann::json restricted_container_security();
 
 // An ownerReference that makes the job the controller of an object.
 nlohmann::json owner_reference(const nlohmann::json& job);
