@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "depl/common/quantity.hpp"
 #include "depl/controller/log_format.hpp"
 #include "depl/controller/run_controller.hpp"
 #include "depl/kube/runtime/termination_signals.hpp"
@@ -122,7 +123,40 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  std::string solve_time_budget = "10s";
+  std::string solve_memory_budget = "96Mi";
+  app.add_option("--solve-time-budget", solve_time_budget,
+                 "time one solve may take (0s: no limit); past it the job gets the best plan found "
+                 "so far, marked budgetLimited in its status")
+      ->capture_default_str();
+  app.add_option("--solve-memory-budget", solve_memory_budget,
+                 "working memory of one solve, a quantity (0: no limit); up to --workers solves "
+                 "run at once")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (auto parsed = parse_duration(solve_time_budget)) {
+    config.solve_time_budget = *parsed;
+    // A budget under half a millisecond is one millisecond, not "no limit".
+    const bool nonzero = solve_time_budget.find_first_of("123456789") != std::string::npos;
+    if (parsed->count() == 0 && nonzero) config.solve_time_budget = std::chrono::milliseconds(1);
+  } else {
+    spdlog::error(
+        "msg=\"cannot start\" error=\"--solve-time-budget {}: want a duration like 10s "
+        "or 500ms\"",
+        solve_time_budget);
+    return 2;
+  }
+  // At most 1Ei: any larger number of bytes is no limit in practice and may not fit a size_t.
+  if (auto bytes = depl::parse_quantity(solve_memory_budget);
+      bytes && *bytes >= 0 && *bytes <= 0x1p60) {
+    config.solve_memory_budget = static_cast<std::size_t>(*bytes);
+  } else {
+    spdlog::error(
+        "msg=\"cannot start\" error=\"--solve-memory-budget {}: want a quantity like "
+        "96Mi\"",
+        solve_memory_budget);
+    return 2;
+  }
   for (auto [flag, text, out] :
        {std::tuple{"--leader-elect-lease-duration", &lease_duration, &config.lease_duration},
         std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &config.renew_deadline},

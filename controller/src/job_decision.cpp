@@ -330,7 +330,11 @@ class Decider {
   // Solves `problem` and records the time spent.
   Expected<solver::SolveResult> timed_solve(const solver::Problem& problem) {
     const double start = seconds_now();
-    auto result = solve_unless_stopped(problem, options_.solve, view_.stop);
+    // The solver stops at its next budget check when the controller stops: a solve abandoned
+    // below does not run on to its end.
+    solver::SolveOptions options = options_.solve;
+    options.budget.stop = view_.stop;
+    auto result = solve_unless_stopped(problem, options, view_.stop);
     const double took = seconds_now() - start;
     decision_.solve_seconds = std::max(0.0, decision_.solve_seconds) + took;
     if (result) {
@@ -343,7 +347,19 @@ class Decider {
     PlanRecord r = to_record(result.plan, problem, result.figures);
     r.algorithm = solver::to_string(result.algorithm);
     r.solve_seconds = last_solve_seconds_;
+    r.lower_bound = certified_bound(result);
+    r.budget_limited = result.stopped != solver::BudgetStop::None;
     return r;
+  }
+
+  // The solver's lower bound on the cost of every plan of the problem it solved: DepL's
+  // certificate, or OPT's own cost; none for EXP and FULL, which are not certified.
+  static std::optional<double> certified_bound(const solver::SolveResult& result) {
+    if (!result.feasible || (result.algorithm != solver::Algorithm::DepL &&
+                             result.algorithm != solver::Algorithm::Opt)) {
+      return std::nullopt;
+    }
+    return result.certificate.lower_bound;
   }
 
   void infeasible(const std::string& reason, bool running) {
@@ -360,9 +376,15 @@ class Decider {
   void adopt(PlanRecord record, const char* reason, int epoch) {
     const auto previous = plan_from_json(status_);
     record.revision = previous ? previous->revision + 1 : 1;
-    const std::string summary = fmt::format(
+    std::string summary = fmt::format(
         "plan {}: {}; predicted cost {:.4g}, {:.0f} s, P(target) {:.4f}", record.revision,
         short_plan(record), record.cost, record.duration_seconds, record.probability);
+    if (record.lower_bound && record.cost > 0) {
+      summary += fmt::format("; within {:.2f}% of the least possible cost",
+                             100 * (record.cost - *record.lower_bound) / record.cost);
+    }
+    if (record.budget_limited)
+      summary += "; the solve's budget ran out: the best plan found by then";
     status_["plan"] = to_json(record);
     status_["plannedAtEpoch"] = epoch;
     status_.erase("replanRequested");
@@ -559,7 +581,10 @@ class Decider {
         const solver::Figures kept = solver::evaluate(*rest, in_force);
         if (kept.feasible &&
             result->figures.cost >= kept.cost * (1.0 - options_.replan_min_savings)) {
-          PlanRecord refreshed = splice(plan, pos, spent, to_record(in_force, *rest, kept));
+          // The new solve's bound holds for every plan of the remaining problem, this one too.
+          PlanRecord continued = to_record(in_force, *rest, kept);
+          continued.lower_bound = certified_bound(*result);
+          PlanRecord refreshed = splice(plan, pos, spent, continued);
           refreshed.revision = plan.revision;
           refreshed.algorithm = plan.algorithm;
           status_["plan"] = to_json(refreshed);

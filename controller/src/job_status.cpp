@@ -14,17 +14,23 @@ json to_json(const PlanRecord& plan) {
     phases.push_back(
         {{"model", p.model}, {"epochs", p.epochs}, {"pool", p.pool}, {"workers", p.workers}});
   }
-  return json{{"datasets", plan.datasets},
-              {"phases", phases},
-              {"predicted",
-               {{"cost", plan.cost},
-                {"durationSeconds", plan.duration_seconds},
-                {"lossMean", plan.loss_mean},
-                {"lossStddev", plan.loss_stddev},
-                {"probability", plan.probability}}},
-              {"algorithm", plan.algorithm},
-              {"solveSeconds", plan.solve_seconds},
-              {"revision", plan.revision}};
+  json out{{"datasets", plan.datasets},
+           {"phases", phases},
+           {"predicted",
+            {{"cost", plan.cost},
+             {"durationSeconds", plan.duration_seconds},
+             {"lossMean", plan.loss_mean},
+             {"lossStddev", plan.loss_stddev},
+             {"probability", plan.probability}}},
+           {"algorithm", plan.algorithm},
+           {"solveSeconds", plan.solve_seconds},
+           {"revision", plan.revision},
+           {"budgetLimited", plan.budget_limited}};
+  if (plan.lower_bound) {
+    out["predicted"]["lowerBound"] = *plan.lower_bound;
+    out["predicted"]["gap"] = plan.cost > 0 ? (plan.cost - *plan.lower_bound) / plan.cost : 0.0;
+  }
+  return out;
 }
 
 json to_json(const ProgressRecord& progress) {
@@ -48,6 +54,8 @@ T get_or(const json& object, const char* key, T fallback) {
   if (it == object.end()) return fallback;
   if constexpr (std::is_same_v<T, std::string>) {
     return it->is_string() ? it->get<std::string>() : fallback;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->get<bool>() : fallback;
   } else if constexpr (std::is_integral_v<T>) {
     // A user may have edited the status: a number that does not fit is as unreadable as a
     // string (converting it would be undefined behaviour).
@@ -91,10 +99,14 @@ std::optional<PlanRecord> plan_from_json(const json& status) {
     plan.loss_mean = get_or<double>(*pr, "lossMean", 0);
     plan.loss_stddev = get_or<double>(*pr, "lossStddev", 0);
     plan.probability = get_or<double>(*pr, "probability", 0);
+    if (auto lb = pr->find("lowerBound"); lb != pr->end() && lb->is_number()) {
+      plan.lower_bound = lb->get<double>();
+    }
   }
   plan.algorithm = get_or<std::string>(p, "algorithm", "");
   plan.solve_seconds = get_or<double>(p, "solveSeconds", 0);
   plan.revision = get_or<int>(p, "revision", 0);
+  plan.budget_limited = get_or<bool>(p, "budgetLimited", false);
   return plan;
 }
 

@@ -102,6 +102,9 @@ PlanRecord splice(const PlanRecord& current, const Position& position,
   out.probability = remainder.probability;
   out.algorithm = remainder.algorithm;
   out.solve_seconds = remainder.solve_seconds;
+  out.lower_bound.reset();
+  if (remainder.lower_bound) out.lower_bound = executed.cost + *remainder.lower_bound;
+  out.budget_limited = remainder.budget_limited;
   out.revision = current.revision;
   return out;
 }

@@ -244,6 +244,8 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   options.decide.checkpoint_root = config.checkpoint_root;
   options.decide.rendezvous = config.rendezvous;
   options.decide.pool_defaults = {config.default_bandwidth, config.default_storage_bandwidth};
+  options.decide.solve.budget.time = config.solve_time_budget;
+  options.decide.solve.budget.memory_bytes = config.solve_memory_budget;
 
   // The endpoints listen before the caches sync so probes answer from the start.
   std::unique_ptr<kube::Controller> controller_ptr;

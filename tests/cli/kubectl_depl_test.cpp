@@ -439,6 +439,13 @@ TEST_F(KubectlDepl, BudgetFlagsAreChecked) {
   r = run({"plan", "-f", job_, "--pools", pools_, "--memory-budget", "lots"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--memory-budget"));
+  // Past what a millisecond count or a size_t holds: refused, not converted.
+  r = run({"plan", "-f", job_, "--pools", pools_, "--time-budget", "1e300"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--time-budget: must be a number of seconds in [0, 1000000]"));
+  r = run({"plan", "-f", job_, "--pools", pools_, "--memory-budget", "1e30"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--memory-budget: must be in [0, 1Ei]"));
   // 0 means no limit.
   r = run({"plan", "-f", job_, "--pools", pools_, "--time-budget", "0", "--memory-budget", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

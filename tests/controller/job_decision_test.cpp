@@ -103,6 +103,13 @@ void report(JobView& v, int epoch, double loss) {
   p["loss"] = loss;
 }
 
+std::string condition_message(const json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c.value("message", "");
+  }
+  return "";
+}
+
 bool has_event(const Decision& d, const std::string& reason) {
   for (const auto& e : d.events) {
     if (e.reason == reason) return true;
@@ -152,6 +159,37 @@ TEST(JobDecision, PlansThenStartsTheFirstPhase) {
   EXPECT_EQ(s["observedGeneration"], 1);
   EXPECT_DOUBLE_EQ(s["plan"]["predicted"]["probability"].get<double>(), plan->probability);
   EXPECT_GE(plan->probability, 0.9);
+}
+
+// The plan in the status carries the solver's certificate and says whether its budget ran out;
+// the controller's budget reaches the solver.
+TEST(JobDecision, ThePlanCarriesItsLowerBoundAndWhetherTheBudgetRanOut) {
+  JobView v = view_with_nodes();
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  const json& predicted = (*d.status)["plan"]["predicted"];
+  ASSERT_TRUE(predicted.contains("lowerBound")) << predicted.dump();
+  const double cost = predicted["cost"].get<double>();
+  EXPECT_GT(predicted["lowerBound"].get<double>(), 0.0);
+  EXPECT_LE(predicted["lowerBound"].get<double>(), cost);
+  EXPECT_DOUBLE_EQ(predicted["gap"].get<double>(),
+                   (cost - predicted["lowerBound"].get<double>()) / cost);
+  EXPECT_EQ((*d.status)["plan"]["budgetLimited"], false);
+  EXPECT_NE(condition_message(*d.status, "Planned").find("of the least possible cost"),
+            std::string::npos);
+  const PlanRecord record = *plan_from_json(*d.status);
+  EXPECT_EQ(record.lower_bound, predicted["lowerBound"].get<double>());
+  EXPECT_FALSE(record.budget_limited);
+
+  // A memory budget too small for any graph search: the one-phase plans are all there is.
+  DecideOptions tight = options();
+  tight.solve.budget.memory_bytes = 1024;
+  d = decide(view_with_nodes(), tight);
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ((*d.status)["plan"]["budgetLimited"], true) << d.status->dump(1);
+  EXPECT_TRUE(plan_from_json(*d.status)->budget_limited);
+  EXPECT_NE(condition_message(*d.status, "Planned").find("the solve's budget ran out"),
+            std::string::npos);
 }
 
 TEST(JobDecision, DecidingAgainChangesNothing) {

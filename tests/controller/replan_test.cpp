@@ -111,6 +111,32 @@ TEST(Replan, SpliceExtendsTheRunningPhaseWhenItContinues) {
   EXPECT_TRUE(changes_course(record(), next, pos));
 }
 
+// A bound on what remains, plus what has run, bounds the whole job from here on.
+TEST(Replan, SpliceAddsTheCostRunToTheRemaindersLowerBound) {
+  ProgressRecord progress;
+  progress.phase = 1;
+  progress.epoch = 6;
+  Position pos = position_of(record(), progress);
+  PlanRecord rest;
+  rest.phases = {{"full", 7, "a100", 4}};
+  rest.cost = 2;
+  rest.lower_bound = 1.5;
+  rest.budget_limited = true;
+  solver::Figures executed;
+  executed.cost = 1;
+  PlanRecord next = splice(record(), pos, executed, rest);
+  ASSERT_TRUE(next.lower_bound.has_value());
+  EXPECT_DOUBLE_EQ(*next.lower_bound, 2.5);
+  EXPECT_TRUE(next.budget_limited);
+  PlanRecord certified = record();
+  certified.lower_bound = 0.5;
+  rest.lower_bound.reset();
+  rest.budget_limited = false;
+  next = splice(certified, pos, executed, rest);
+  EXPECT_FALSE(next.lower_bound.has_value());  // the old bound was for the old problem
+  EXPECT_FALSE(next.budget_limited);
+}
+
 TEST(Replan, SpliceCutsTheRunningPhaseWhenTheCourseChanges) {
   ProgressRecord progress;
   progress.phase = 0;

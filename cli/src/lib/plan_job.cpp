@@ -31,20 +31,21 @@ Expected<PlannedJob, std::vector<std::string>> plan_job(const PlanRequest& reque
       options.eta = eta;
     }
   }
-  if (!std::isfinite(request.time_budget_seconds) || request.time_budget_seconds < 0) {
-    errors.push_back(
-        fmt::format("--time-budget: must be a number of seconds >= 0 (0: no limit), "
-                    "got {}",
-                    request.time_budget_seconds));
+  // A million seconds is no limit in practice; more may not fit the milliseconds' integer.
+  if (!(request.time_budget_seconds >= 0) || !(request.time_budget_seconds <= 1e6)) {
+    errors.push_back(fmt::format(
+        "--time-budget: must be a number of seconds in [0, 1000000] (0: no limit), got {}",
+        request.time_budget_seconds));
   } else {
     options.budget.time = std::chrono::milliseconds(
         static_cast<std::int64_t>(std::ceil(request.time_budget_seconds * 1000)));
   }
   if (auto bytes = parse_quantity(request.memory_budget); !bytes) {
     errors.push_back(fmt::format("--memory-budget: {}", bytes.error().message));
-  } else if (!(*bytes >= 0) || !std::isfinite(*bytes)) {
-    errors.push_back(
-        fmt::format("--memory-budget: must be >= 0 (0: no limit), got {}", request.memory_budget));
+  } else if (!(*bytes >= 0) || !(*bytes <= 0x1p60)) {
+    // 1Ei: any more is no limit in practice, and may not fit a size_t.
+    errors.push_back(fmt::format("--memory-budget: must be in [0, 1Ei] (0: no limit), got {}",
+                                 request.memory_budget));
   } else {
     options.budget.memory_bytes = static_cast<std::size_t>(*bytes);
   }

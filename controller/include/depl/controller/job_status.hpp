@@ -37,6 +37,12 @@ struct PlanRecord {
   std::string algorithm;
   double solve_seconds = 0;
   int revision = 0;  // bumped on every change of plan
+  // The solver's certificate: no plan that meets the job's constraints costs less (after a
+  // re-plan: the cost of what has run plus the bound on what remains). Absent when the plan's
+  // algorithm does not certify (EXP, FULL) or the plan was not solved for.
+  std::optional<double> lower_bound;
+  // The solve's time or memory budget ran out: the plan is the best it had found by then.
+  bool budget_limited = false;
 };
 
 struct LossReport {

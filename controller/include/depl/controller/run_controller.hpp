@@ -11,6 +11,7 @@
 
 #include "depl/common/expected.hpp"
 #include "depl/controller/worker_pods.hpp"
+#include "depl/solver/solve.hpp"
 
 namespace depl::controller {
 
@@ -45,6 +46,10 @@ struct ControllerConfig {
   RendezvousMode rendezvous = RendezvousMode::Dns;
   double default_bandwidth = 1.25e9;
   double default_storage_bandwidth = 2.5e8;
+  // Each solve's budget (0: no limit). With `workers` solves at once the defaults fit the
+  // chart's 512Mi memory limit; past the time the job gets the best plan found by then.
+  std::chrono::milliseconds solve_time_budget = solver::kDefaultTimeBudget;
+  std::size_t solve_memory_budget = solver::kDefaultMemoryBudget;
 };
 
 // Bound addresses, reported once everything listens (port 0 becomes a real port).
