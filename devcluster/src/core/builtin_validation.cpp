@@ -196,7 +196,69 @@ void check_dns_label(const json& spec, const char* key, const std::string& path,
   }
 }
 
-std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod) {
+// apimachinery's IsQualifiedName, one message per problem: an optional DNS-1123 subdomain prefix
+// and '/', then a name part.
+std::vector<std::string> qualified_name_problems(const std::string& value) {
+  std::vector<std::string> problems;
+  std::string name = value;
+  const auto slash = value.find('/');
+  if (slash != std::string::npos) {
+    if (value.find('/', slash + 1) != std::string::npos) {
+      problems.push_back(
+          "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+          "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+          "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') "
+          "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
+      return problems;
+    }
+    const std::string prefix = value.substr(0, slash);
+    name = value.substr(slash + 1);
+    if (prefix.empty()) {
+      problems.push_back("prefix part must be non-empty");
+    } else if (!is_dns1123_subdomain(prefix)) {
+      problems.push_back(
+          "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+          "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+          "'example.com', regex used for validation is "
+          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+    }
+  }
+  if (name.empty()) {
+    problems.push_back("name part must be non-empty");
+  } else if (name.size() > 63) {
+    problems.push_back("name part must be no more than 63 characters");
+  } else if (!is_qualified_name_part(name)) {
+    problems.push_back(kQualifiedNamePart);
+  }
+  return problems;
+}
+
+// validateSchedulingGates, and ValidatePodCreate's rule that a pod names no node while gated.
+void check_scheduling_gates(const json& spec, bool creating, std::vector<FieldError>& errors) {
+  auto gates = spec.find("schedulingGates");
+  if (gates == spec.end() || !gates->is_array() || gates->empty()) return;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < gates->size(); ++i) {
+    const json& gate = (*gates)[i];
+    const std::string field = fmt::format("spec.schedulingGates[{}]", i);
+    const std::string name = gate.is_object() && gate.contains("name") && gate["name"].is_string()
+                                 ? gate["name"].get<std::string>()
+                                 : std::string();
+    for (const auto& problem : qualified_name_problems(name)) {
+      errors.push_back(invalid_value(field, quoted(name), problem));
+    }
+    if (!seen.insert(name).second) {
+      errors.push_back({"FieldValueDuplicate", field, "Duplicate value: " + quoted(name)});
+    }
+  }
+  auto node = spec.find("nodeName");
+  if (creating && node != spec.end() && node->is_string() && !node->get<std::string>().empty()) {
+    errors.push_back({"FieldValueForbidden", "spec.nodeName",
+                      "Forbidden: cannot be set until all schedulingGates have been cleared"});
+  }
+}
+
+std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod, bool creating) {
   const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
   std::vector<FieldError> errors;
   // A reference, not `cond ? pod["spec"] : json::object()`, which copies the spec.
@@ -219,6 +281,7 @@ std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod)
   }
   check_dns_label(spec, "hostname", "spec", errors);
   check_dns_label(spec, "subdomain", "spec", errors);
+  check_scheduling_gates(spec, creating, errors);
   if (errors.empty()) return std::nullopt;
   return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
 }
@@ -518,7 +581,8 @@ void apply_pod_spec_defaults(json& object) {
   }
 }
 
-std::optional<ApiResult> validate_builtin_object(const ResourceType& type, const json& object) {
+std::optional<ApiResult> validate_builtin_object(const ResourceType& type, const json& object,
+                                                 bool creating) {
   if (type.custom) return std::nullopt;
   if (type.group == "coordination.k8s.io" && type.plural == "leases") {
     return validate_lease(type, object);
@@ -527,7 +591,7 @@ std::optional<ApiResult> validate_builtin_object(const ResourceType& type, const
     return validate_event(type, object);
   }
   if (!type.group.empty()) return std::nullopt;
-  if (type.plural == "pods") return validate_pod(type, object);
+  if (type.plural == "pods") return validate_pod(type, object, creating);
   if (type.plural == "services") return validate_service(type, object);
   if (type.plural == "secrets") return validate_secret(type, object);
   if (type.plural == "configmaps") return validate_config_map(type, object);
@@ -575,22 +639,52 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
         }
         if (additions_only) allowed["tolerations"] = tolerations;
       }
+      // validateOnlyDeletedSchedulingGates: each gate the old spec lacks is named; whatever
+      // the gates became is then taken as allowed, as the API server munges them.
       const json& gates = member(next, "schedulingGates");
       const json& old_gates = member(allowed, "schedulingGates");
-      if (old_gates.is_array()) {
-        bool removals_only = true;
-        if (gates.is_array()) {
-          for (const auto& g : gates) {
-            removals_only = removals_only &&
-                            std::find(old_gates.begin(), old_gates.end(), g) != old_gates.end();
+      const bool gated = old_gates.is_array() && !old_gates.empty();
+      if (gates.is_array()) {
+        for (std::size_t i = 0; i < gates.size(); ++i) {
+          const json& name = member(gates[i], "name");
+          const bool known = old_gates.is_array() &&
+                             std::any_of(old_gates.begin(), old_gates.end(),
+                                         [&](const json& g) { return member(g, "name") == name; });
+          if (!known) {
+            errors.push_back(
+                {"FieldValueForbidden", fmt::format("spec.schedulingGates[{}].name", i),
+                 fmt::format("Forbidden: only deletion is allowed, but found new scheduling "
+                             "gate '{}'",
+                             name.is_string() ? name.get<std::string>() : name.dump())});
           }
         }
-        if (removals_only) {
-          if (gates.is_null()) {
-            allowed.erase("schedulingGates");
-          } else {
-            allowed["schedulingGates"] = gates;
+      }
+      if (gates.is_null()) {
+        allowed.erase("schedulingGates");
+      } else {
+        allowed["schedulingGates"] = gates;
+      }
+      // A gated pod's nodeSelector may gain entries (a queue such as Kueue places the pod on a
+      // flavor's nodes as it lets it go); existing entries may not change or go.
+      const json& selector = member(next, "nodeSelector");
+      const json& old_selector = member(allowed, "nodeSelector");
+      if (gated && selector != old_selector) {
+        bool additions_only = selector.is_object() || selector.is_null();
+        if (additions_only && old_selector.is_object()) {
+          for (const auto& [key, value] : old_selector.items()) {
+            additions_only = additions_only && selector.is_object() && selector.contains(key) &&
+                             selector[key] == value;
           }
+        }
+        if (!additions_only) {
+          errors.push_back(invalid_value(
+              "spec.nodeSelector", selector.is_null() ? "null" : selector.dump(),
+              "only additions to spec.nodeSelector are allowed (no mutations or deletions)"));
+        }
+        if (selector.is_null()) {
+          allowed.erase("nodeSelector");
+        } else {
+          allowed["nodeSelector"] = selector;
         }
       }
     }

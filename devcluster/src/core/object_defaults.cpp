@@ -17,7 +17,8 @@ void default_if_absent(json& object, const json::json_pointer& pointer, const js
 
 }  // namespace
 
-void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_t& next_ip) {
+void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_t& next_ip,
+                            const std::string& now) {
   if (type.custom) {
     // With a status subresource, create ignores status (it is written through /status).
     if (type.has_status_subresource) object.erase("status");
@@ -27,6 +28,18 @@ void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_
   if (type.group.empty() && r == "pods") {
     apply_pod_spec_defaults(object);
     object["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
+    // As the pod registry's PrepareForCreate: a gated pod says why it waits until a scheduler
+    // binds it (PodScheduled=True) or finds no room for it (reason Unschedulable).
+    static const json::json_pointer kGates("/spec/schedulingGates");
+    if (object.contains(kGates) && object[kGates].is_array() && !object[kGates].empty()) {
+      object["status"]["conditions"] =
+          json::array({{{"type", "PodScheduled"},
+                        {"status", "False"},
+                        {"lastProbeTime", nullptr},
+                        {"lastTransitionTime", now},
+                        {"reason", "SchedulingGated"},
+                        {"message", "Scheduling is blocked due to non-empty scheduling gates"}}});
+    }
   } else if (type.group.empty() && r == "services") {
     default_if_absent(object, "/spec/type"_json_pointer, "ClusterIP");
     default_if_absent(object, "/spec/sessionAffinity"_json_pointer, "None");

@@ -268,9 +268,11 @@ std::optional<ApiResult> check_preconditions(const ResourceType& type, const Res
 // custom resource copies it only then.
 bool lacks_schema_defaults(const nlohmann::json& object, const nlohmann::json& schema);
 
-// Per-kind defaults on create (pods, services, namespaces, secrets, deployments).
+// Per-kind defaults on create (pods, services, namespaces, secrets, deployments). `now` (RFC 3339)
+// stamps the conditions they set: a pod created with scheduling gates gets PodScheduled=False,
+// reason SchedulingGated.
 void apply_builtin_defaults(const ResourceType& type, nlohmann::json& object,
-                            std::uint32_t& next_ip);
+                            std::uint32_t& next_ip, const std::string& now);
 // events.k8s.io/v1 <-> core/v1 Event.
 nlohmann::json event_to_events_v1(const nlohmann::json& core);
 nlohmann::json events_v1_to_event(const nlohmann::json& v1);

@@ -205,7 +205,7 @@ std::optional<ApiResult> ApiStore::Impl::admit(const ResourceType& type, json& o
       unknown = unknown_fields(*schema, object, true);
     }
     if (auto refused = field_validation(options, unknown, warnings)) return refused;
-    if (auto problem = validate_builtin_object(type, object)) return problem;
+    if (auto problem = validate_builtin_object(type, object, old == nullptr)) return problem;
     if (old) return validate_builtin_update(type, *old, object);
     return std::nullopt;
   }
@@ -286,7 +286,7 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   if (auto refused = refuse_create(type, ref, name, key)) return std::move(*refused);
 
   std::vector<std::string> warnings;
-  apply_builtin_defaults(type, body, next_cluster_ip);
+  apply_builtin_defaults(type, body, next_cluster_ip, now_text());
   if (auto problem = admit(type, body, options, warnings)) return *problem;
   // Server-owned metadata.
   json& owned = body["metadata"];
@@ -392,7 +392,7 @@ PreparedCreate ApiStore::Impl::prepare_create(const ResourceType& type, const Re
   }
   // Here create() looks at the namespace and whether the name is taken (commit_create).
   std::uint32_t no_cluster_ip = 0;  // not a Service (can_prepare_create)
-  apply_builtin_defaults(type, body, no_cluster_ip);
+  apply_builtin_defaults(type, body, no_cluster_ip, now);
   if (auto problem = admit(type, body, options, out.warnings)) {
     out.refusal = std::move(*problem);
     return out;

@@ -79,6 +79,16 @@ std::string pod_status(const json& pod) {
   if (pod.contains("/status/reason"_json_pointer)) {
     reason = pod["/status/reason"_json_pointer].get<std::string>();
   }
+  // As kube-apiserver's printer: a pod held by scheduling gates reads SchedulingGated.
+  if (pod.contains("/status/conditions"_json_pointer) &&
+      pod["/status/conditions"_json_pointer].is_array()) {
+    for (const auto& c : pod["/status/conditions"_json_pointer]) {
+      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+          c.value("reason", "") == "SchedulingGated") {
+        reason = "SchedulingGated";
+      }
+    }
+  }
   const json statuses = pod.value("/status/containerStatuses"_json_pointer, json::array());
   for (const auto& cs : statuses) {
     if (cs.contains("/state/waiting/reason"_json_pointer)) {

@@ -160,8 +160,7 @@ TEST_F(StoreTest, PodSpecIsImmutableButForImagesDeadlinesTolerationsAndGates) {
   };
   for (const std::string& refused : std::vector<std::string>{
            R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})",
-           R"({"spec":{"restartPolicy":"Never"}})", R"({"spec":{"nodeName":"n1"}})",
-           R"({"spec":{"schedulingGates":[{"name":"wait"},{"name":"more"}]}})"}) {
+           R"({"spec":{"restartPolicy":"Never"}})", R"({"spec":{"nodeName":"n1"}})"}) {
     ApiResult r = patch(refused);
     ASSERT_EQ(r.code, 422) << refused << ": " << r.body.dump();
     EXPECT_EQ(cause_fields(r), std::vector<std::string>{"spec"});
@@ -192,6 +191,80 @@ TEST_F(StoreTest, PodSpecIsImmutableButForImagesDeadlinesTolerationsAndGates) {
   must(patch(R"({"metadata":{"labels":{"x":"y"}}})"));
   must(store.patch(core("pods", "default", "p", "status"), PatchType::Merge,
                    R"({"status":{"phase":"Running"}})"));
+}
+
+// A gated pod: created with PodScheduled=False/SchedulingGated (the pod registry's
+// PrepareForCreate), its gates checked as validateSchedulingGates checks them, no node named while
+// gated; afterwards gates only go (each added one named), and its nodeSelector only gains entries.
+TEST_F(StoreTest, ScheduleGatesAreSetAtCreationAndOnlyRemovedAfter) {
+  json pod = a_pod("p");
+  pod["spec"]["schedulingGates"] =
+      json::array({{{"name", "kueue.x-k8s.io/admission"}}, {{"name", "example.com/b"}}});
+  pod["spec"]["nodeSelector"] = {{"depl.dev/pool", "a100"}};
+  json created = must(store.create(core("pods", "default"), pod), 201);
+  const json conditions = created["status"]["conditions"];
+  ASSERT_EQ(conditions.size(), 1u) << created["status"].dump();
+  EXPECT_EQ(conditions[0]["type"], "PodScheduled");
+  EXPECT_EQ(conditions[0]["status"], "False");
+  EXPECT_EQ(conditions[0]["reason"], "SchedulingGated");
+  EXPECT_EQ(conditions[0]["message"], "Scheduling is blocked due to non-empty scheduling gates");
+  EXPECT_EQ(conditions[0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
+  // An ungated pod has no such condition.
+  EXPECT_FALSE(must(store.create(core("pods", "default"), a_pod("free")), 201)["status"].contains(
+      "conditions"));
+
+  const auto patch = [&](const std::string& body) {
+    return store.patch(core("pods", "default", "p"), PatchType::Merge, body);
+  };
+  ApiResult added = patch(R"({"spec":{"schedulingGates":[{"name":"kueue.x-k8s.io/admission"},)"
+                          R"({"name":"example.com/b"},{"name":"x"}]}})");
+  ASSERT_EQ(added.code, 422) << added.body.dump();
+  EXPECT_EQ(cause_fields(added), std::vector<std::string>{"spec.schedulingGates[2].name"});
+  EXPECT_EQ(added.body["message"],
+            "Pod \"p\" is invalid: spec.schedulingGates[2].name: Forbidden: only deletion is "
+            "allowed, but found new scheduling gate 'x'");
+  // Replacing one gate by another is an addition too.
+  EXPECT_EQ(patch(R"({"spec":{"schedulingGates":[{"name":"y"}]}})").code, 422);
+
+  // While gated, the nodeSelector may gain entries, not lose or change them.
+  ApiResult changed = patch(R"({"spec":{"nodeSelector":{"depl.dev/pool":"t4"}}})");
+  ASSERT_EQ(changed.code, 422) << changed.body.dump();
+  EXPECT_EQ(cause_fields(changed), std::vector<std::string>{"spec.nodeSelector"});
+  EXPECT_EQ(changed.body["message"],
+            "Pod \"p\" is invalid: spec.nodeSelector: Invalid value: {\"depl.dev/pool\":\"t4\"}: "
+            "only additions to spec.nodeSelector are allowed (no mutations or deletions)");
+  EXPECT_EQ(patch(R"({"spec":{"nodeSelector":null}})").code, 422);
+  must(patch(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
+
+  // Gates go one at a time, in any order; the condition stays until a scheduler acts.
+  must(patch(R"({"spec":{"schedulingGates":[{"name":"example.com/b"}]}})"));
+  json ungated = must(patch(R"({"spec":{"schedulingGates":null}})"));
+  EXPECT_FALSE(ungated["spec"].contains("schedulingGates"));
+  EXPECT_EQ(ungated["status"]["conditions"][0]["reason"], "SchedulingGated");
+  // Once no gate is left, the nodeSelector is fixed again.
+  EXPECT_EQ(patch(R"({"spec":{"nodeSelector":{"more":"x"}}})").code, 422);
+
+  json bad = a_pod("bad");
+  bad["spec"]["schedulingGates"] = json::array(
+      {{{"name", "ok"}}, {{"name", "ok"}}, {{"name", "-no"}}, {{"name", "a/b/c"}}, {{"name", ""}}});
+  ApiResult refused = store.create(core("pods", "default"), bad);
+  ASSERT_EQ(refused.code, 422) << refused.body.dump();
+  EXPECT_EQ(cause_fields(refused),
+            (std::vector<std::string>{"spec.schedulingGates[1]", "spec.schedulingGates[2]",
+                                      "spec.schedulingGates[3]", "spec.schedulingGates[4]"}));
+  EXPECT_NE(refused.body["message"].get<std::string>().find(
+                "spec.schedulingGates[1]: Duplicate value: \"ok\""),
+            std::string::npos)
+      << refused.body["message"];
+
+  json bound = a_pod("bound");
+  bound["spec"]["schedulingGates"] = json::array({{{"name", "wait"}}});
+  bound["spec"]["nodeName"] = "a100-0";
+  ApiResult named = store.create(core("pods", "default"), bound);
+  ASSERT_EQ(named.code, 422) << named.body.dump();
+  EXPECT_EQ(named.body["message"],
+            "Pod \"bound\" is invalid: spec.nodeName: Forbidden: cannot be set until all "
+            "schedulingGates have been cleared");
 }
 
 TEST_F(StoreTest, ServicePortsProtocolsTypesAndClusterIpAreChecked) {

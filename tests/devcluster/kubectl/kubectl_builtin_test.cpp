@@ -218,6 +218,74 @@ spec:
   EXPECT_THAT(again.output, HasSubstr(R"(pod stuck is already assigned to node "t4-0")"));
 }
 
+// A pod created with scheduling gates waits, as kubectl shows it, until the last gate is removed
+// (the way a queue such as Kueue admits it); gates cannot be added back.
+TEST_F(KubectlTest, AGatedPodWaitsUntilItsGatesAreRemoved) {
+  constexpr const char* kGated = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: gated
+spec:
+  restartPolicy: Never
+  schedulingGates:
+    - name: kueue.x-k8s.io/admission
+    - name: example.com/quota
+  containers:
+    - {name: main, image: sim}
+)";
+  constexpr const char* kWitness = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: witness
+spec:
+  restartPolicy: Never
+  containers:
+    - {name: main, image: sim}
+)";
+  auto applied = kubectl({"apply", "-f", "-"}, kGated);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  // The scheduler takes pods oldest first: once a pod created after the gated one has run, the
+  // gated one has been passed over, not merely not reached yet.
+  auto witness = kubectl({"apply", "-f", "-"}, kWitness);
+  ASSERT_EQ(witness.exit_code, 0) << witness.output;
+  auto ran =
+      kubectl({"wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/witness", "--timeout=30s"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+
+  auto listed = kubectl({"get", "pod", "gated"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr("SchedulingGated"));
+  const std::string condition =
+      R"(jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}/{.spec.nodeName})";
+  EXPECT_EQ(kubectl({"get", "pod", "gated", "-o", condition}).output, "SchedulingGated/");
+
+  auto added = kubectl({"patch", "pod", "gated", "--type=json", "-p",
+                        R"([{"op":"add","path":"/spec/schedulingGates/-",)"
+                        R"("value":{"name":"example.com/more"}}])"});
+  EXPECT_NE(added.exit_code, 0);
+  EXPECT_THAT(added.output, HasSubstr("spec.schedulingGates[2].name: Forbidden: only deletion is "
+                                      "allowed, but found new scheduling gate 'example.com/more'"));
+
+  // Gates go one at a time, in any order.
+  auto one = kubectl({"patch", "pod", "gated", "--type=json", "-p",
+                      R"([{"op":"remove","path":"/spec/schedulingGates/0"}])"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(
+      kubectl({"get", "pod", "gated", "-o", "jsonpath={.spec.schedulingGates[*].name}"}).output,
+      "example.com/quota");
+  auto last = kubectl({"patch", "pod", "gated", "--type=json", "-p",
+                       R"([{"op":"remove","path":"/spec/schedulingGates"}])"});
+  ASSERT_EQ(last.exit_code, 0) << last.output;
+  auto done =
+      kubectl({"wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/gated", "--timeout=30s"});
+  ASSERT_EQ(done.exit_code, 0) << done.output
+                               << kubectl({"get", "pod", "gated", "-o", "yaml"}).output;
+  EXPECT_EQ(kubectl({"get", "pod", "gated", "-o",
+                     R"(jsonpath={.status.conditions[?(@.type=="PodScheduled")].status})"})
+                .output,
+            "True");
+}
+
 }  // namespace
 }  // namespace depl::devcluster::testing
 
