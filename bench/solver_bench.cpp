@@ -287,7 +287,7 @@ void large_family(std::uint64_t first, int instances, int repeat, bool verbose) 
   fmt::print("| certificate searched to its end | {} of {} |\n\n", complete, gaps.size());
 }
 
-// The largest job the schema admits, under the default budget of the CLI and the controller: it
+// The largest job the solver admits, under the default budget of the CLI and the controller: it
 // must be planned, or declared over budget, within it. Peak RSS is the whole process's (run
 // this family alone for it to mean the solve's).
 void largest_admitted(std::uint64_t seed) {

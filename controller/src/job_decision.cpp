@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -84,6 +85,16 @@ std::string summarise(const std::vector<std::string>& messages) {
   return out;
 }
 
+// The message of the condition `type`, empty when it is not there.
+std::string condition_message(const json& status, const std::string& type) {
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->is_array()) return "";
+  for (const auto& c : *it) {
+    if (c.is_object() && c.value("type", "") == type) return c.value("message", "");
+  }
+  return "";
+}
+
 // A pool's figures as the status remembers them (everything but its free GPUs), so a plan can
 // still be evaluated after the pool's nodes are gone.
 json pool_figures(const solver::Pool& pool) {
@@ -140,7 +151,10 @@ class Decider {
 
   Decision run() {
     if (job_["metadata"].contains("deletionTimestamp")) return std::move(decision_);
-    auto problem = solver::parse_job_json(job_);
+    // A job stored past the solver's limits is read all the same: the API server has it (its
+    // schema does not enforce them), so it is kept, and only planning waits for a spec within
+    // them (past_solver_limits).
+    auto problem = solver::parse_job_json(job_, solver::JobLimits::Stored);
     std::vector<std::string> errors;
     if (!problem) errors = problem.error().messages;
     // The fields only the worker pods use: the API server would refuse the pods otherwise.
@@ -165,6 +179,9 @@ class Decider {
       return finish();
     }
     condition(conditions::kValid, true, "Valid", "the spec is valid");
+    if (auto admitted = solver::parse_job_json(job_); !admitted) {
+      past_limits_ = std::move(admitted).error().messages;
+    }
     problem_ = std::move(*problem);
     spec_ = job_["spec"];
 
@@ -238,6 +255,24 @@ class Decider {
     if (!was_invalid) event("Warning", "InvalidSpec", text);
     delete_pods(/*only_running=*/true);
     status_["replanRequested"] = true;  // the spec will change; plan again once it is valid
+  }
+
+  // The spec is past the solver's limits (limits.hpp), so no solve runs for it. Nothing is
+  // deleted: a plan in force keeps running (`keeps_plan`), and the job plans once the spec is
+  // brought within them.
+  void past_solver_limits(bool keeps_plan) {
+    const std::string text = "past the solver's limits: " + summarise(past_limits_);
+    const std::string message =
+        keeps_plan ? text + "; the plan in force runs on, a new plan waits for a spec within them"
+                   : "cannot be planned: " + text;
+    const bool already = condition_status(status_, conditions::kPlanned) == false &&
+                         condition_message(status_, conditions::kPlanned) == message;
+    condition(conditions::kPlanned, false, "PastSolverLimits", message);
+    if (!keeps_plan) {
+      set_phase(phases::kPending, message);
+      condition(conditions::kRunning, false, "PastSolverLimits", message);
+    }
+    if (!already) event("Warning", "PastSolverLimits", message);
   }
 
   void finished() {
@@ -329,6 +364,8 @@ class Decider {
 
   // Solves `problem` and records the time spent.
   Expected<solver::SolveResult> timed_solve(const solver::Problem& problem) {
+    // Every caller checks past_limits_ first; the solver's budget assumes a problem within them.
+    assert(past_limits_.empty());
     const double start = seconds_now();
     // The solver stops at its next budget check when the controller stops: a solve abandoned
     // below does not run on to its end.
@@ -457,7 +494,13 @@ class Decider {
       return false;
     }
 
-    if (!plan || !solver_plan || spec_changed || requested || pool_lost) {
+    const bool plan_needed = !plan || !solver_plan || spec_changed || requested || pool_lost;
+    if (!past_limits_.empty()) {
+      const bool keeps_plan = plan && solver_plan && !pool_lost;
+      past_solver_limits(keeps_plan);
+      return keeps_plan && run_phase();
+    }
+    if (plan_needed) {
       // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.
       if (!running || !solver_plan || pool_lost) {
         if (!replan_from_scratch(progress, plan)) return false;
@@ -931,6 +974,12 @@ class Decider {
       return false;
     }
     const std::string observed = progress.loss ? fmt::format("{:.4g}", *progress.loss) : "unknown";
+    if (spec_.value("replan", "OnDeviation") == "OnDeviation" && !past_limits_.empty()) {
+      // The plan is done but the target is not: the job waits, not fails, for a spec that can be
+      // planned on.
+      past_solver_limits(false);
+      return false;
+    }
     if (spec_.value("replan", "OnDeviation") == "OnDeviation") {
       auto mapped = to_solver_plan(plan, full_);
       Position end = position_of(plan, progress);
@@ -1002,6 +1051,7 @@ class Decider {
   std::string now_;
   std::string name_;
   solver::Problem problem_;
+  std::vector<std::string> past_limits_;  // the spec's fields past the solver's limits
   solver::Problem full_;
   solver::Plan solver_plan_for_launch_;
   std::map<std::string, std::string> pool_labels_;

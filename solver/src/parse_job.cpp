@@ -31,6 +31,32 @@ constexpr std::string_view kKind = "DependableTrainingJob";
 constexpr Presence kRequired = Presence::Required;
 constexpr Presence kOptional = Presence::Optional;
 
+// The size bounds a job is read under (parse.hpp, JobLimits); 0: none.
+struct SizeBounds {
+  std::size_t datasets = 0, models = 0, switches = 0, locality = 0, name_length = 0,
+              image_length = 0;
+  int max_epochs = 0, max_switches = 0, workers = 0, gpus_per_worker = 0, batch_size = 0;
+};
+
+constexpr SizeBounds kSolverBounds{.datasets = limits::kDatasets,
+                                   .models = limits::kModels,
+                                   .switches = limits::kSwitches,
+                                   .locality = limits::kLocality,
+                                   .name_length = limits::kNameLength,
+                                   .image_length = limits::kImageLength,
+                                   .max_epochs = limits::kMaxEpochs,
+                                   .max_switches = limits::kMaxSwitches,
+                                   .workers = limits::kWorkers,
+                                   .gpus_per_worker = limits::kGpusPerWorker,
+                                   .batch_size = limits::kBatchSize};
+constexpr SizeBounds kStoredBounds{.max_epochs = limits::kStoredMaxEpochs,
+                                   .max_switches = limits::kStoredMaxSwitches};
+
+// [low, high], or [low, inf) when `high` is 0 (no bound).
+Range up_to(int low, int high) {
+  return high > 0 ? Range::between(low, true, high, true) : Range::at_least(low);
+}
+
 void read_target(ObjectReader& spec, Target& target) {
   auto reader = spec.object("target", kRequired);
   if (!reader) return;
@@ -56,8 +82,8 @@ void read_target(ObjectReader& spec, Target& target) {
   }
 }
 
-void read_datasets(ObjectReader& spec, std::vector<Dataset>& datasets) {
-  const json* list = spec.list("datasets", kRequired, limits::kDatasets);
+void read_datasets(ObjectReader& spec, const SizeBounds& bounds, std::vector<Dataset>& datasets) {
+  const json* list = spec.list("datasets", kRequired, bounds.datasets);
   if (!list) return;
   if (list->empty()) {
     spec.diagnostics().add(spec.path_of("datasets"), "must list at least one dataset");
@@ -70,14 +96,14 @@ void read_datasets(ObjectReader& spec, std::vector<Dataset>& datasets) {
     if (!reader) continue;
     reader->allow_only({"name", "samples", "quality", "sizeBytes", "locality"}, {"source"});
     Dataset dataset;
-    dataset.name = reader->string("name", kRequired, false, limits::kNameLength).value_or("");
+    dataset.name = reader->string("name", kRequired, false, bounds.name_length).value_or("");
     names.check(*reader, dataset.name);
     dataset.samples = reader->integer("samples", kRequired, Range::above(0)).value_or(0);
     dataset.quality = reader->number("quality", kOptional, Range::between(0, false, 1, true))
                           .value_or(dataset.quality);
     dataset.size_bytes = reader->quantity("sizeBytes", kOptional, Range::at_least(0)).value_or(0);
     dataset.locality =
-        reader->string_list("locality", kOptional, limits::kLocality, limits::kNameLength)
+        reader->string_list("locality", kOptional, bounds.locality, bounds.name_length)
             .value_or(std::vector<std::string>{});
     datasets.push_back(std::move(dataset));
   }
@@ -108,9 +134,9 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
 
 // True when every listed model was read with its name (switches can then be checked against
 // the names).
-bool read_models(ObjectReader& spec, double all_effective_samples,
+bool read_models(ObjectReader& spec, const SizeBounds& bounds, double all_effective_samples,
                  std::vector<ModelVariant>& models) {
-  const json* list = spec.list("models", kRequired, limits::kModels);
+  const json* list = spec.list("models", kRequired, bounds.models);
   if (!list) return false;
   if (list->empty()) {
     spec.diagnostics().add(spec.path_of("models"), "must list at least one model variant");
@@ -128,17 +154,15 @@ bool read_models(ObjectReader& spec, double all_effective_samples,
                         "lossProfile"},
                        {"resources", "env"});
     ModelVariant model;
-    model.name = reader->string("name", kRequired, false, limits::kNameLength).value_or("");
+    model.name = reader->string("name", kRequired, false, bounds.name_length).value_or("");
     names.check(*reader, model.name);
-    model.image = reader->string("image", kRequired, false, limits::kImageLength).value_or("");
+    model.image = reader->string("image", kRequired, false, bounds.image_length).value_or("");
     model.compute_per_sample_gflop =
         reader->number("computePerSampleGflop", kRequired, Range::above(0)).value_or(0);
     model.parameter_bytes =
         reader->quantity("parameterBytes", kRequired, Range::at_least(0)).value_or(0);
     model.gpus_per_worker =
-        reader
-            ->small_integer("gpusPerWorker", kOptional,
-                            Range::between(1, true, limits::kGpusPerWorker, true))
+        reader->small_integer("gpusPerWorker", kOptional, up_to(1, bounds.gpus_per_worker))
             .value_or(1);
     read_loss_profile(*reader, all_effective_samples, model.loss);
     complete = complete && !model.name.empty();
@@ -150,8 +174,9 @@ bool read_models(ObjectReader& spec, double all_effective_samples,
 // A switch end ("from"/"to") must name a listed model. `model_names` is null when the models
 // list itself is broken, so that one mistake there does not echo through every switch.
 std::optional<std::string> read_switch_end(ObjectReader& reader, std::string_view key,
+                                           std::size_t max_length,
                                            const std::vector<std::string>* known) {
-  auto name = reader.string(key, kRequired, false, limits::kNameLength);
+  auto name = reader.string(key, kRequired, false, max_length);
   if (!name || !known) return name;
   const std::vector<std::string>& model_names = *known;
   if (std::find(model_names.begin(), model_names.end(), *name) != model_names.end()) return name;
@@ -165,9 +190,10 @@ std::optional<std::string> read_switch_end(ObjectReader& reader, std::string_vie
   return std::nullopt;
 }
 
-void read_switching(ObjectReader& spec, const std::vector<ModelVariant>& models,
-                    bool models_complete, std::vector<Switch>& switching) {
-  const json* list = spec.list("switching", kOptional, limits::kSwitches);
+void read_switching(ObjectReader& spec, const SizeBounds& bounds,
+                    const std::vector<ModelVariant>& models, bool models_complete,
+                    std::vector<Switch>& switching) {
+  const json* list = spec.list("switching", kOptional, bounds.switches);
   if (!list) return;
   std::vector<std::string> model_names;
   for (const auto& model : models) model_names.push_back(model.name);
@@ -179,8 +205,8 @@ void read_switching(ObjectReader& spec, const std::vector<ModelVariant>& models,
     reader->allow_only({"from", "to", "lossJump", "overheadSeconds"});
     Switch entry;
     const auto* known = models_complete ? &model_names : nullptr;
-    const auto from = read_switch_end(*reader, "from", known);
-    const auto to = read_switch_end(*reader, "to", known);
+    const auto from = read_switch_end(*reader, "from", bounds.name_length, known);
+    const auto to = read_switch_end(*reader, "to", bounds.name_length, known);
     if (from && to) {
       if (*from == *to) {
         reader->diagnostics().add(
@@ -204,26 +230,21 @@ void read_switching(ObjectReader& spec, const std::vector<ModelVariant>& models,
   }
 }
 
-void read_training(ObjectReader& spec, Training& training) {
+void read_training(ObjectReader& spec, const SizeBounds& bounds, Training& training) {
   auto reader = spec.object("training", kOptional);
   if (!reader) return;
   reader->allow_only({"batchSize", "maxEpochs", "maxSwitches", "workers"});
-  training.batch_size =
-      reader
-          ->small_integer("batchSize", kOptional, Range::between(1, true, limits::kBatchSize, true))
-          .value_or(training.batch_size);
-  training.max_epochs =
-      reader
-          ->small_integer("maxEpochs", kOptional, Range::between(1, true, limits::kMaxEpochs, true))
-          .value_or(training.max_epochs);
-  training.max_switches = reader
-                              ->small_integer("maxSwitches", kOptional,
-                                              Range::between(0, true, limits::kMaxSwitches, true))
-                              .value_or(training.max_switches);
+  training.batch_size = reader->small_integer("batchSize", kOptional, up_to(1, bounds.batch_size))
+                            .value_or(training.batch_size);
+  training.max_epochs = reader->small_integer("maxEpochs", kOptional, up_to(1, bounds.max_epochs))
+                            .value_or(training.max_epochs);
+  training.max_switches =
+      reader->small_integer("maxSwitches", kOptional, up_to(0, bounds.max_switches))
+          .value_or(training.max_switches);
   auto workers = reader->object("workers", kOptional);
   if (!workers) return;
   workers->allow_only({"min", "max"});
-  const Range worker_range = Range::between(1, true, limits::kWorkers, true);
+  const Range worker_range = up_to(1, bounds.workers);
   const auto min = workers->small_integer("min", kOptional, worker_range);
   const auto max = workers->small_integer("max", kOptional, worker_range);
   training.min_workers = min.value_or(training.min_workers);
@@ -236,7 +257,8 @@ void read_training(ObjectReader& spec, Training& training) {
   }
 }
 
-void read_job(const json& object, Problem& problem, Diagnostics& diagnostics) {
+void read_job(const json& object, const SizeBounds& bounds, Problem& problem,
+              Diagnostics& diagnostics) {
   if (!object.is_object()) {
     diagnostics.add("", fmt::format("must be a DependableTrainingJob manifest (a mapping), got {}",
                                     describe(object)));
@@ -261,22 +283,23 @@ void read_job(const json& object, Problem& problem, Diagnostics& diagnostics) {
                    {"suspend", "checkpoint", "podTemplate", "backoffLimit", "replan",
                     "ttlSecondsAfterFinished"});
   read_target(*spec, problem.target);
-  read_datasets(*spec, problem.datasets);
+  read_datasets(*spec, bounds, problem.datasets);
   double all_effective_samples = 0;
   for (const auto& dataset : problem.datasets) {
     all_effective_samples += dataset.quality * static_cast<double>(dataset.samples);
   }
-  const bool models_complete = read_models(*spec, all_effective_samples, problem.models);
-  read_switching(*spec, problem.models, models_complete, problem.switching);
-  read_training(*spec, problem.training);
+  const bool models_complete = read_models(*spec, bounds, all_effective_samples, problem.models);
+  read_switching(*spec, bounds, problem.models, models_complete, problem.switching);
+  read_training(*spec, bounds, problem.training);
 }
 
 }  // namespace
 
-Expected<Problem, ValidationError> parse_job_json(const nlohmann::json& object) {
+Expected<Problem, ValidationError> parse_job_json(const nlohmann::json& object, JobLimits limits) {
   Diagnostics diagnostics;
   Problem problem;
-  read_job(object, problem, diagnostics);
+  read_job(object, limits == JobLimits::Solver ? kSolverBounds : kStoredBounds, problem,
+           diagnostics);
   if (!diagnostics.empty()) return unexpected(ValidationError{diagnostics.take()});
   return problem;
 }

@@ -123,7 +123,7 @@ class KubectlDepl : public ::testing::Test {
   }
 
   // A job of `datasets` datasets and `models` variants with every switch listed, maxEpochs 1000,
-  // maxSwitches 4 and up to 64 workers: at the schema's limits with (64, 12).
+  // maxSwitches 4 and up to 64 workers: at the solver's limits with (64, 12).
   std::string write_wide_job(std::size_t datasets, std::size_t models,
                              std::size_t name_length = 0) {
     std::string y =
@@ -451,7 +451,7 @@ TEST_F(KubectlDepl, BudgetFlagsAreChecked) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
-TEST_F(KubectlDepl, InputsPastTheSchemasLimitsAreBadInputNamingTheField) {
+TEST_F(KubectlDepl, InputsPastTheSolversLimitsAreBadInputNamingTheField) {
   const std::string job =
       with_replaced("    maxEpochs: 40\n", "    maxEpochs: 1001\n    maxSwitches: 5\n");
   const ProcessResult r = run({"plan", "-f", job, "--pools", pools_});
@@ -461,7 +461,7 @@ TEST_F(KubectlDepl, InputsPastTheSchemasLimitsAreBadInputNamingTheField) {
   EXPECT_TRUE(r.out.empty());
 }
 
-// The largest job the schema admits takes seconds to plan: a 1 ms time budget cuts it, and the
+// The largest job the solver admits takes seconds to plan: a 1 ms time budget cuts it, and the
 // output says so (with the reason, since no plan was found that early).
 TEST_F(KubectlDepl, ATimeBudgetCutsTheSolveAndTheOutputSaysSo) {
   const std::string job = write_wide_job(64, 12);
@@ -517,9 +517,9 @@ TEST_F(KubectlDepl, TheCertificateInEveryFormatAndForEachAlgorithm) {
   EXPECT_FALSE(parse_json(r).at("predicted").contains("lowerBound"));
 }
 
-// At the schema's limits a job is read (and planned within the budget); one past any of them is
+// At the solver's limits a job is read (and planned within the budget); one past any of them is
 // bad input naming the field.
-TEST_F(KubectlDepl, TheSchemasLimitsAreTheCLIsLimits) {
+TEST_F(KubectlDepl, TheSolversLimitsAreTheCLIsLimits) {
   ProcessResult r = run({"plan", "-f", write_wide_job(64, 12, 63), "--pools", write_many_pools(64),
                          "--time-budget", "0.001", "-o", "json"});
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;

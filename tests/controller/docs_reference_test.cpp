@@ -48,8 +48,37 @@ TEST(CrdReference, ListsEveryFieldWithItsBoundsAndDefaults) {
   EXPECT_THAT(md, HasSubstr("| `spec.podTemplate.nodeSelector` | map of string |"));
   EXPECT_THAT(md, HasSubstr("| P(target) | number | `.status.plan.predicted.probability` |"));
   EXPECT_THAT(md, HasSubstr("| Short names | `dtj` |"));
-  EXPECT_THAT(md, HasSubstr("| `spec.datasets` | array of object | yes |  | at least 1 item(s), "
-                            "at most 64 item(s) |"));
+  // The solver's limits are stated, not enforced (solver/include/depl/solver/limits.hpp).
+  EXPECT_THAT(md, HasSubstr("| `spec.datasets` | array of object | yes |  | at least 1 item(s) | "
+                            "Candidate datasets; the operator picks a subset. The solver plans at "
+                            "most 64. |"));
+}
+
+// maxItems and maxLength, which the CRD does not use, are rendered all the same.
+TEST(CrdReference, RendersListAndStringBounds) {
+  const nlohmann::json crd = {
+      {"spec",
+       {{"group", "example.com"},
+        {"names", {{"kind", "Thing"}, {"plural", "things"}}},
+        {"scope", "Namespaced"},
+        {"versions",
+         {{{"name", "v1"},
+           {"schema",
+            {{"openAPIV3Schema",
+              {{"type", "object"},
+               {"properties",
+                {{"spec",
+                  {{"type", "object"},
+                   {"properties",
+                    {{"names",
+                      {{"type", "array"},
+                       {"minItems", 1},
+                       {"maxItems", 64},
+                       {"items", {{"type", "string"}}}}},
+                     {"image",
+                      {{"type", "string"}, {"minLength", 1}, {"maxLength", 512}}}}}}}}}}}}}}}}}}};
+  const std::string md = crd_reference_markdown(crd, "thing.yaml");
+  EXPECT_THAT(md, HasSubstr("at least 1 item(s), at most 64 item(s)"));
   EXPECT_THAT(md, HasSubstr("at least 1 character(s), at most 512 character(s)"));
 }
 

@@ -256,6 +256,64 @@ TEST(JobDecision, InvalidSpecIsReportedWithTheFieldAndRunsNothing) {
   EXPECT_FALSE(fixed.create.empty());
 }
 
+// A job the API server stores past the solver's limits (its schema does not enforce them) is
+// valid and kept: it is not planned, and its status names the field, until the spec is brought
+// within them.
+TEST(JobDecision, AJobPastTheSolversLimitsIsKeptUnplannedNamingTheField) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["training"]["maxEpochs"] = 5000;
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ(condition_status(*d.status, "Valid"), true) << d.status->dump(2);
+  EXPECT_EQ(condition_status(*d.status, "Planned"), false);
+  const std::string message = condition_message(*d.status, "Planned");
+  EXPECT_NE(message.find("spec.training.maxEpochs: must be in [1,1000], got 5000"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ((*d.status)["phase"], "Pending");
+  EXPECT_NE((*d.status)["message"].get<std::string>().find("spec.training.maxEpochs"),
+            std::string::npos);
+  EXPECT_TRUE(has_event(d, "PastSolverLimits"));
+  EXPECT_FALSE(d.status->contains("plan"));
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_FALSE(d.delete_job);
+  EXPECT_LT(d.solve_seconds, 0) << "the solver ran";
+  apply(v, d);
+  const Decision again = decide(v, options());
+  EXPECT_FALSE(has_event(again, "PastSolverLimits")) << "the Warning is told once";
+  EXPECT_FALSE(again.status.has_value());
+
+  v.job["spec"]["training"]["maxEpochs"] = 1000;
+  v.job["metadata"]["generation"] = 2;
+  const Decision fixed = decide(v, options());
+  ASSERT_TRUE(fixed.status.has_value());
+  EXPECT_EQ(condition_status(*fixed.status, "Planned"), true);
+  EXPECT_FALSE(fixed.create.empty());
+}
+
+// A job planned and running when the limits came in keeps its plan and its workers: nothing
+// already accepted is lost, only a new plan waits for a spec within the limits.
+TEST(JobDecision, APlanInForceRunsOnPastTheSolversLimits) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  const PlanRecord first = *plan_from_json(v.job["status"]);
+  // The spec as stored before the limits: the same generation, a plan in force.
+  v.job["spec"]["training"]["maxEpochs"] = 5000;
+  report(v, 2, 1.5);
+  Decision d = decide(v, options());
+  EXPECT_TRUE(d.remove.empty());
+  EXPECT_FALSE(d.delete_job);
+  EXPECT_FALSE(d.replanned);
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ(condition_status(*d.status, "Valid"), true);
+  EXPECT_EQ((*d.status)["phase"], "Running");
+  EXPECT_EQ(plan_from_json(*d.status)->revision, first.revision);
+  EXPECT_NE(condition_message(*d.status, "Planned").find("spec.training.maxEpochs"),
+            std::string::npos);
+  EXPECT_LT(d.solve_seconds, 0) << "the solver ran";
+}
+
 // The fields only worker pods use are validated with the rest: a bad quantity or env name is an
 // InvalidSpec naming the field, not a pod the API server refuses.
 TEST(JobDecision, InvalidWorkerFieldsAreReportedWithTheFieldAndRunNothing) {

@@ -2,10 +2,14 @@
 // a Warning Event, no pods) until fixed, and so is one only the API server knows to be invalid
 // (it refuses the worker pods); a job the cluster cannot run waits Pending with the
 // reason until nodes are added; two jobs competing for one GPU both finish, one after the other,
-// and the pool is never promised more GPUs than it has.
+// and the pool is never promised more GPUs than it has. A job past the solver's limits is kept
+// and told which field keeps it from a plan.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "depl/controller/job_resource.hpp"
 #include "e2e_fixture.hpp"
 #include "write_log.hpp"
 
@@ -48,6 +52,54 @@ TEST_F(ControllerE2e, InvalidSpecIsReportedWithTheFieldAndRecoversOnceFixed) {
   job = wait_succeeded("broken");
   EXPECT_EQ(condition_status(job, "Planned"), "True");
   EXPECT_FALSE(pods_->created_for("broken").empty());
+}
+
+// A job past the solver's limits, as the schema has always let the API server store one (here
+// maxEpochs above the solver's 1000, through the real kubectl): the controller keeps it (Valid,
+// not planned, the field named in its status and a Warning Event, no pods), a finalizer another
+// party holds on it can be removed, and the job is then deleted.
+TEST_F(ControllerE2e, AJobPastTheSolversLimitsIsKeptNamingTheFieldAndCanBeDeleted) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  json job = job_from("job.yaml", "past-limits", 0.1);
+  job["spec"]["training"]["maxEpochs"] = 5000;
+  job["metadata"]["finalizers"] = json::array({"example.com/keep"});
+  const bool with_kubectl = kubectl_installed();
+  if (with_kubectl) {
+    const fs::path file = work_dir_ / "past-limits.json";
+    std::ofstream(file) << job.dump();
+    auto applied = kubectl({"apply", "-f", file.string()});
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  } else {
+    create_job(job);
+  }
+
+  job = wait_job(
+      "past-limits",
+      [](const json& j) { return condition_reason(j, "Planned") == "PastSolverLimits"; },
+      "Planned=False, reason PastSolverLimits");
+  EXPECT_EQ(condition_status(job, "Valid"), "True");
+  EXPECT_EQ(condition_status(job, "Planned"), "False");
+  EXPECT_THAT(condition_message(job, "Planned"),
+              HasSubstr("spec.training.maxEpochs: must be in [1,1000], got 5000"));
+  EXPECT_EQ(job_phase(job), "Pending");
+  EXPECT_TRUE(wait_until([&] { return has_event("past-limits", "PastSolverLimits"); }))
+      << "no Warning Event PastSolverLimits";
+  EXPECT_TRUE(pods_->created_for("past-limits").empty());
+
+  // Deleted, it waits for the finalizer, whose removal the API server accepts.
+  auto removed = client_->remove(controller::job_resource(), "default", "past-limits");
+  ASSERT_TRUE(removed) << removed.error().message;
+  ASSERT_TRUE(get_job("past-limits")["metadata"].contains("deletionTimestamp"));
+  if (with_kubectl) {
+    auto patched = kubectl(
+        {"patch", "dtj/past-limits", "--type=merge", "-p", R"({"metadata":{"finalizers":null}})"});
+    ASSERT_EQ(patched.exit_code, 0) << patched.output;
+  } else {
+    merge_patch_job("past-limits", {{"metadata", {{"finalizers", nullptr}}}});
+  }
+  EXPECT_TRUE(wait_until([&] { return get_job("past-limits").empty(); }))
+      << "the job was not deleted";
 }
 
 TEST_F(ControllerE2e, WorkersTheApiServerRefusesAreReportedWithTheFieldAndRecoverOnceFixed) {

@@ -111,7 +111,7 @@ TEST(Budget, MemoryLimitsEachSearchAndTheSolveGoesOn) {
   EXPECT_EQ(solve_with(p, {}).stopped, BudgetStop::None);
 }
 
-// The largest job the schema admits ends within its (simulated) time budget.
+// The largest job the solver admits ends within its (simulated) time budget.
 TEST(Budget, LargestAdmittedJobEndsWithinTheBudget) {
   const Problem p = testing::largest_admitted_instance(1);
   SteppingClock clock(std::chrono::milliseconds(1));

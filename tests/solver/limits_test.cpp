@@ -1,7 +1,6 @@
-// The solver's limits and the schema's agree: every maxItems, maxLength and maximum the CRD sets
-// on a field the solver reads is the constant of limits.hpp, and the parser rejects one past
-// each of them, naming the field (the CLI exits 2 on such an error; the API server rejects the
-// object before the controller sees it).
+// The solver's limits: the schema states them without enforcing them, the parser rejects one past
+// each of them, naming the field (the CLI exits 2 on such an error), and reads a stored job past
+// them all the same under JobLimits::Stored (the controller keeps such a job and does not plan it).
 #include "depl/solver/limits.hpp"
 
 #include <gtest/gtest.h>
@@ -27,27 +26,44 @@ json crd_spec() {
       *crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
 }
 
-TEST(Limits, TheSchemaSaysWhatTheSolverAdmits) {
+// The schema states each limit in the field's description and enforces none of them: an
+// enforced bound would make the API server refuse every update of a job stored past it (a
+// finalizer's removal included), so the controller checks them instead.
+TEST(Limits, TheSchemaStatesTheSolversLimitsWithoutEnforcingThem) {
   const json spec = crd_spec();
   const json& dataset = spec["datasets"]["items"]["properties"];
   const json& model = spec["models"]["items"]["properties"];
+  const json& switching = spec["switching"]["items"]["properties"];
   const json& training = spec["training"]["properties"];
-  EXPECT_EQ(spec["datasets"]["maxItems"], limits::kDatasets);
-  EXPECT_EQ(dataset["name"]["maxLength"], limits::kNameLength);
-  EXPECT_EQ(dataset["locality"]["maxItems"], limits::kLocality);
-  EXPECT_EQ(dataset["locality"]["items"]["maxLength"], limits::kNameLength);
-  EXPECT_EQ(spec["models"]["maxItems"], limits::kModels);
-  EXPECT_EQ(model["name"]["maxLength"], limits::kNameLength);
-  EXPECT_EQ(model["image"]["maxLength"], limits::kImageLength);
-  EXPECT_EQ(model["gpusPerWorker"]["maximum"], limits::kGpusPerWorker);
-  EXPECT_EQ(spec["switching"]["maxItems"], limits::kSwitches);
-  EXPECT_EQ(spec["switching"]["items"]["properties"]["from"]["maxLength"], limits::kNameLength);
-  EXPECT_EQ(spec["switching"]["items"]["properties"]["to"]["maxLength"], limits::kNameLength);
-  EXPECT_EQ(training["batchSize"]["maximum"], limits::kBatchSize);
-  EXPECT_EQ(training["maxEpochs"]["maximum"], limits::kMaxEpochs);
-  EXPECT_EQ(training["maxSwitches"]["maximum"], limits::kMaxSwitches);
-  EXPECT_EQ(training["workers"]["properties"]["min"]["maximum"], limits::kWorkers);
-  EXPECT_EQ(training["workers"]["properties"]["max"]["maximum"], limits::kWorkers);
+  const json& workers = training["workers"]["properties"];
+  const std::vector<std::pair<std::string, std::pair<const json*, std::size_t>>> fields = {
+      {"spec.datasets", {&spec["datasets"], limits::kDatasets}},
+      {"spec.datasets[].name", {&dataset["name"], limits::kNameLength}},
+      {"spec.datasets[].locality", {&dataset["locality"], limits::kLocality}},
+      {"spec.models", {&spec["models"], limits::kModels}},
+      {"spec.models[].name", {&model["name"], limits::kNameLength}},
+      {"spec.models[].image", {&model["image"], limits::kImageLength}},
+      {"spec.models[].gpusPerWorker", {&model["gpusPerWorker"], limits::kGpusPerWorker}},
+      {"spec.switching", {&spec["switching"], limits::kSwitches}},
+      {"spec.switching[].from", {&switching["from"], limits::kNameLength}},
+      {"spec.switching[].to", {&switching["to"], limits::kNameLength}},
+      {"spec.training.batchSize", {&training["batchSize"], limits::kBatchSize}},
+      {"spec.training.maxEpochs", {&training["maxEpochs"], limits::kMaxEpochs}},
+      {"spec.training.maxSwitches", {&training["maxSwitches"], limits::kMaxSwitches}},
+      {"spec.training.workers.min", {&workers["min"], limits::kWorkers}},
+      {"spec.training.workers.max", {&workers["max"], limits::kWorkers}},
+  };
+  for (const auto& [path, field] : fields) {
+    const json& schema = *field.first;
+    ASSERT_TRUE(schema.is_object()) << path;
+    for (const char* bound : {"maxItems", "maxLength", "maximum"}) {
+      EXPECT_FALSE(schema.contains(bound)) << path << " enforces " << bound;
+    }
+    EXPECT_FALSE(schema.contains("items") && schema["items"].contains("maxLength")) << path;
+    const std::string description = schema.value("description", "");
+    EXPECT_NE(description.find("at most " + std::to_string(field.second)), std::string::npos)
+        << path << ": " << description;
+  }
 }
 
 json job(std::size_t datasets, std::size_t models) {
@@ -73,8 +89,8 @@ json job(std::size_t datasets, std::size_t models) {
           {"spec", spec}};
 }
 
-std::string errors(const json& object) {
-  auto r = parse_job_json(object);
+std::string errors(const json& object, JobLimits limits = JobLimits::Solver) {
+  auto r = parse_job_json(object, limits);
   return r ? std::string() : r.error().joined();
 }
 
@@ -121,6 +137,32 @@ TEST(Limits, TheParserRejectsOnePastEachNamingTheField) {
     switches["spec"]["switching"].push_back({{"from", "m0"}, {"to", "m1"}});
   }
   EXPECT_NE(errors(switches).find("spec.switching: must list at most 132"), std::string::npos);
+}
+
+// What the API server may store past the solver's limits is still read, and the fields the
+// schema always bounded stay bounded.
+TEST(Limits, AStoredJobPastTheSolversLimitsIsReadAll) {
+  json big = job(limits::kDatasets + 1, limits::kModels + 1);
+  big["spec"]["datasets"][0]["name"] = std::string(limits::kNameLength + 1, 'a');
+  big["spec"]["models"][0]["image"] = std::string(limits::kImageLength + 1, 'i');
+  big["spec"]["models"][0]["gpusPerWorker"] = limits::kGpusPerWorker + 1;
+  big["spec"]["training"] = {{"maxEpochs", 5000},
+                             {"maxSwitches", limits::kMaxSwitches + 1},
+                             {"batchSize", limits::kBatchSize + 1},
+                             {"workers", {{"min", 1}, {"max", limits::kWorkers + 1}}}};
+  EXPECT_NE(errors(big), "");
+  EXPECT_EQ(errors(big, JobLimits::Stored), "");
+  auto problem = parse_job_json(big, JobLimits::Stored);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->datasets.size(), limits::kDatasets + 1);
+  EXPECT_EQ(problem->training.max_epochs, 5000);
+
+  json past = job(1, 1);
+  past["spec"]["training"] = {{"maxEpochs", limits::kStoredMaxEpochs + 1},
+                              {"maxSwitches", limits::kStoredMaxSwitches + 1}};
+  const std::string e = errors(past, JobLimits::Stored);
+  EXPECT_NE(e.find("spec.training.maxEpochs: must be in [1,100000]"), std::string::npos) << e;
+  EXPECT_NE(e.find("spec.training.maxSwitches: must be in [0,1000]"), std::string::npos) << e;
 }
 
 TEST(Limits, PoolsFiles) {

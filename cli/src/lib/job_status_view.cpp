@@ -134,7 +134,8 @@ Expected<JobStatusView> build_status_view(const json& job) {
     view.progress_model = string_at(*it, "model");
   }
 
-  auto problem = solver::parse_job_json(job);
+  // As the controller reads it: a job stored past the solver's limits still has its prediction.
+  auto problem = solver::parse_job_json(job, solver::JobLimits::Stored);
   if (problem) {
     view.target = problem->target;
   } else {

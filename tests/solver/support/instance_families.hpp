@@ -376,7 +376,7 @@ inline solver::Problem large_family_instance(std::uint64_t seed) {
 
 namespace depl::testing {
 
-// The largest job the DependableTrainingJob schema admits (crds/: 64 datasets, 12 variants with
+// The largest job the solver admits (limits.hpp: 64 datasets, 12 variants with
 // every switch listed, maxEpochs 1000, maxSwitches 4, 64 workers), on 16 pools of 1,024 GPUs.
 // For the budget: a solve must end within its budget on it.
 inline solver::Problem largest_admitted_instance(std::uint64_t seed) {

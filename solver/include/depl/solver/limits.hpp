@@ -1,7 +1,9 @@
-// The largest inputs the solver admits: the DependableTrainingJob schema's maxItems, maxLength and
-// maximum (crds/depl.dev_dependabletrainingjobs.yaml says the same; tests/solver/limits_test.cpp
-// keeps the two equal) and the pools file's. Sized so that the largest admitted job is planned,
-// or declared over budget, within the default solve budget (docs/benchmarks.md, "Solver budget").
+// The largest inputs the solver admits, a job's and a pools file's. Sized so that the largest
+// admitted job is planned, or declared over budget, within the default solve budget
+// (docs/benchmarks.md, "Solver budget"). The DependableTrainingJob schema states them in its
+// descriptions but does not enforce them: a bound the API server enforced would refuse every
+// update of a job stored under a looser one, its finalizer's removal included. The CLI refuses a
+// job past them; the controller reads it, keeps it, and does not plan it (docs/user-guide.md).
 #pragma once
 
 #include <cstddef>
@@ -21,5 +23,10 @@ inline constexpr int kGpusPerWorker = 16;          // spec.models[].gpusPerWorke
 inline constexpr int kBatchSize = 1 << 20;         // spec.training.batchSize
 inline constexpr std::size_t kPools = 64;          // a pools file's pools
 inline constexpr std::size_t kInterPool = kPools;  // a pool's interPool entries
+
+// The bounds a stored job is read under (parse.hpp, JobLimits::Stored): past them a job is
+// invalid, not only unplanned. The sizes above have none there.
+inline constexpr int kStoredMaxEpochs = 100'000;  // spec.training.maxEpochs
+inline constexpr int kStoredMaxSwitches = 1'000;  // spec.training.maxSwitches
 
 }  // namespace depl::solver::limits

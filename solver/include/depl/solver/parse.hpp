@@ -22,12 +22,20 @@ struct ValidationError {
   std::string joined() const;  // one message per line
 };
 
+// The size limits a job is read under. `Solver`: the solver's (limits.hpp), which a job must fit
+// to be planned. `Stored`: only the bounds the DependableTrainingJob schema sets, which hold no
+// maximum on these sizes, so that a job the API server stores is read even when it is past the
+// solver's limits (the controller keeps it, and names the field that keeps it from a plan).
+enum class JobLimits { Solver, Stored };
+
 // The job part of a Problem (everything but pools), from the manifest's YAML text.
 // `source` names the file in messages ("job.yaml: ...") when not empty.
-Expected<Problem, ValidationError> parse_job_yaml(std::string_view yaml, std::string_view source = "");
+Expected<Problem, ValidationError> parse_job_yaml(std::string_view yaml,
+                                                  std::string_view source = "");
 // The same from an already-parsed object (the controller reads custom resources as JSON).
 // `object` is the whole DependableTrainingJob (apiVersion, kind, metadata, spec).
-Expected<Problem, ValidationError> parse_job_json(const nlohmann::json& object);
+Expected<Problem, ValidationError> parse_job_json(const nlohmann::json& object,
+                                                  JobLimits limits = JobLimits::Solver);
 
 // `pools: [...]` from a pools file's YAML text.
 Expected<std::vector<Pool>, ValidationError> parse_pools_yaml(std::string_view yaml,

@@ -42,7 +42,7 @@ struct SolveBudget {
 };
 
 // The budget the CLI and the controller give a solve unless told otherwise: the largest job
-// the schema admits is planned, or declared over budget, within it, and four concurrent solves
+// the solver admits is planned, or declared over budget, within it, and four concurrent solves
 // fit the controller's 512Mi (docs/benchmarks.md, "Solver budget").
 inline constexpr std::chrono::milliseconds kDefaultTimeBudget{10'000};
 inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{96} << 20;
