@@ -322,7 +322,8 @@ TEST(Deployment, IsHardenedAndProbesHealthEndpoints) {
   EXPECT_THAT(controller_args(objects),
               ElementsAre("--metrics-addr=:8080", "--progress-addr=:8081", "--health-addr=:8082",
                           "--progress-advertise-url=http://depl-operator.depl-system.svc:8081",
-                          "--workers=4", "--log-format=text"));
+                          "--workers=4", "--log-format=text", "--solve-time-budget=10s",
+                          "--solve-memory-budget=96Mi"));
 }
 
 TEST(Deployment, LeaderElectsOnlyWithMoreThanOneReplica) {
@@ -495,12 +496,45 @@ TEST(ValuesSchema, RejectsBrokenValuesNamingTheField) {
        "gpuCatalog.Tesla-T4.gflops: 0 must be greater than 0"},
       {"monitor flag", [](json& v) { v["serviceMonitor"]["enabled"] = "yes"; },
        "serviceMonitor.enabled: must be of type boolean"},
+      {"time budget without a unit", [](json& v) { v["solveBudget"]["time"] = "10"; },
+       "solveBudget.time: \"10\" does not match"},
+      {"time budget in words", [](json& v) { v["solveBudget"]["time"] = "10 seconds"; },
+       "solveBudget.time: \"10 seconds\" does not match"},
+      {"memory budget unit", [](json& v) { v["solveBudget"]["memory"] = "96MB"; },
+       "solveBudget.memory: \"96MB\" does not match"},
+      {"memory budget as a number", [](json& v) { v["solveBudget"]["memory"] = 100663296; },
+       "solveBudget.memory: must be of type string"},
+      {"budget typo", [](json& v) { v["solveBudget"]["timeout"] = "10s"; },
+       "solveBudget.timeout: unknown field"},
   };
   for (const auto& c : cases) {
     json values = defaults;
     c.edit(values);
     const auto errors = schema_errors(values, schema, SchemaDialect::JsonSchema);
     EXPECT_THAT(errors, ::testing::Contains(HasSubstr(c.expected))) << c.what;
+  }
+}
+
+// The solver's budget reaches the controller's flags; the schema takes only what its parsers do
+// (controller_main.cpp: a duration of ms, s, m or h; a quantity).
+TEST(Deployment, PassesTheSolveBudget) {
+  auto given = with_values([](json& v) {
+    v["solveBudget"] = {{"time", "1.5m"}, {"memory", "256Mi"}};
+  });
+  EXPECT_THAT(controller_args(given),
+              ::testing::IsSupersetOf({"--solve-time-budget=1.5m", "--solve-memory-budget=256Mi"}));
+  const json defaults = must(read_yaml(kChart / "values.yaml"));
+  for (const char* time : {"0s", "500ms", "10s", "1.5m", "2h"}) {
+    json values = defaults;
+    values["solveBudget"]["time"] = time;
+    EXPECT_THAT(schema_errors(values, values_schema(), SchemaDialect::JsonSchema), IsEmpty())
+        << time;
+  }
+  for (const char* memory : {"0", "96Mi", "1Gi", "500M", "1.5Gi"}) {
+    json values = defaults;
+    values["solveBudget"]["memory"] = memory;
+    EXPECT_THAT(schema_errors(values, values_schema(), SchemaDialect::JsonSchema), IsEmpty())
+        << memory;
   }
 }
 

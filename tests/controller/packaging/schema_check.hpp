@@ -2,10 +2,12 @@
 // and the structural OpenAPI v3 schema of a CRD as `kubectl apply` (field validation Strict)
 // checks it. Keywords: type (one or a list; x-kubernetes-int-or-string), properties, required,
 // additionalProperties (false or a schema), items, enum, minimum, maximum, exclusiveMinimum and
-// exclusiveMaximum (OpenAPI's boolean form and JSON Schema's numeric form), minLength, minItems,
-// x-kubernetes-preserve-unknown-fields. Any other keyword is ignored.
+// exclusiveMaximum (OpenAPI's boolean form and JSON Schema's numeric form), minLength, pattern
+// (ECMAScript, as JSON Schema's), minItems, x-kubernetes-preserve-unknown-fields. Any other
+// keyword is ignored.
 #pragma once
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -90,6 +92,9 @@ inline void check(const nlohmann::json& v, const nlohmann::json& s, const std::s
   if (v.is_string() && s.contains("minLength") &&
       v.get<std::string>().size() < s["minLength"].get<std::size_t>())
     errors.push_back(fmt::format("{}: shorter than {} characters", where, s["minLength"].dump()));
+  if (v.is_string() && s.contains("pattern") &&
+      !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
+    errors.push_back(fmt::format("{}: {} does not match {}", where, v.dump(), s["pattern"].dump()));
   if (v.is_array()) {
     if (s.contains("minItems") && v.size() < s["minItems"].get<std::size_t>())
       errors.push_back(fmt::format("{}: needs at least {} item(s)", where, s["minItems"].dump()));
