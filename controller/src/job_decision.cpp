@@ -371,7 +371,7 @@ class Decider {
     // below does not run on to its end.
     solver::SolveOptions options = options_.solve;
     options.budget.stop = view_.stop;
-    auto result = solve_unless_stopped(problem, options, view_.stop);
+    auto result = solve_unless_stopped(problem, options, view_.stop, options_.solve_function);
     const double took = seconds_now() - start;
     decision_.solve_seconds = std::max(0.0, decision_.solve_seconds) + took;
     if (result) {

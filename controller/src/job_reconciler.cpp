@@ -175,6 +175,8 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
                      std::chrono::duration<double>(clock_.now() - started).count());
     return result;
   };
+  // Before the cache is read: a deletion it does not show yet reaches the solve below.
+  const auto solve_scope = solves_.begin(key, stop);
   auto cached = caches_.jobs.get(key);
   if (!cached) return finish(kube::Action::await_change());  // deleted; GC removes children
   const json& job = *cached;
@@ -197,10 +199,13 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
 
   JobView view = view_of(job);
   view.round_without_pods = caches_.expectations.round_without_pods(uid);
-  view.stop = stop;
+  view.stop = solve_scope->token();
   Decision d = decide(view, options_.decide);
-  // Stopping: a solve may have been abandoned, and what was decided without it is not carried out.
-  if (stop.stop_requested()) return finish(kube::Action::requeue_after(std::chrono::seconds(1)));
+  // Stopping, or the job was deleted meanwhile: a solve may have been abandoned, and what was
+  // decided without it is not carried out. The next reconcile finds the job gone, or decides
+  // again.
+  if (solve_scope->token().stop_requested())
+    return finish(kube::Action::requeue_after(std::chrono::seconds(1)));
   if (d.solve_seconds >= 0) metrics_.observe("depl_solver_duration_seconds", {}, d.solve_seconds);
 
   if (d.delete_job) {

@@ -246,6 +246,7 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
   options.decide.pool_defaults = {config.default_bandwidth, config.default_storage_bandwidth};
   options.decide.solve.budget.time = config.solve_time_budget;
   options.decide.solve.budget.memory_bytes = config.solve_memory_budget;
+  options.decide.solve_function = config.solve;
 
   // The endpoints listen before the caches sync so probes answer from the start.
   std::unique_ptr<kube::Controller> controller_ptr;
@@ -324,6 +325,19 @@ Expected<void> run_controller(const ControllerConfig& config, std::stop_token st
                     e.reason, e.message);
       },
       metrics, options);
+  {
+    // A job deleted (or being deleted, held by finalizers) while its plan is solved frees the
+    // solver at its next budget check.
+    kube::ResourceEventHandlers cancel_solve;
+    cancel_solve.on_update = [&](const kube::ObjectPtr&, const kube::ObjectPtr& job) {
+      if ((*job)["metadata"].contains("deletionTimestamp"))
+        reconciler.cancel_solve(kube::ObjectKey::of(*job));
+    };
+    cancel_solve.on_delete = [&](const kube::ObjectPtr& job) {
+      reconciler.cancel_solve(kube::ObjectKey::of(*job));
+    };
+    jobs->add_handlers(std::move(cancel_solve));
+  }
 
   kube::ControllerOptions controller_options;
   controller_options.name = "dependabletrainingjob";

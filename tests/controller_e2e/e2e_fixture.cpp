@@ -213,6 +213,7 @@ void ControllerE2e::start_controller(std::uint16_t progress_port) {
   // The chart's own namespace, where its Role lets it read ConfigMaps; no catalog is installed
   // there: the nodes' annotations hold the figures.
   cc.catalog_namespace = kControllerNamespace;
+  cc.solve = solve_;
   controller_ = std::jthread([this, cc, stop = controller_stop_.get_token()] {
     auto ran =
         controller::run_controller(cc, stop, [this](const controller::ControllerEndpoints& e) {

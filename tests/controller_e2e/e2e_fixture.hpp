@@ -75,6 +75,7 @@ class ControllerE2e : public ::testing::Test {
   // The chart's release namespace, where its Role and ServiceAccount are.
   static constexpr const char* kControllerNamespace = "depl-system";
   // Runs the controller in a thread until stop_controller(). `progress_port` 0: any port.
+  // The solver the controller runs: `solve_` when set (before start_controller), else the real one.
   void start_controller(std::uint16_t progress_port = 0);
   void stop_controller();
   std::string progress_url() const { return progress_url_; }
@@ -110,6 +111,7 @@ class ControllerE2e : public ::testing::Test {
   std::unique_ptr<devcluster::DevCluster> cluster_;
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<PodRecorder> pods_;
+  controller::SolveFunction solve_;
   fs::path work_dir_;
 
  private:

@@ -1,19 +1,22 @@
 // A job's life on the dev cluster: apply -> planned -> worker pods with the variant's image, the
 // worker contract in env, the pool's node selector, GPUs and an owner -> progress -> a switch of
 // variant -> Succeeded (checked with the real `kubectl wait`); suspend and resume; deletion
-// removes everything the job owns.
+// removes everything the job owns and stops a solve of its plan in progress.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/worker_pods.hpp"
 #include "depl/kube/resource.hpp"
+#include "depl/solver/solve.hpp"
 #include "e2e_fixture.hpp"
 #include "http_post.hpp"
 
@@ -225,6 +228,56 @@ TEST_F(ControllerE2e, DeletingTheJobRemovesItsPodsServicesAndSecret) {
       << ", secrets " << list(resources::secrets(), selector).size();
   EXPECT_TRUE(get_job("doomed").empty());
   EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+// A job deleted while its plan is being solved stops that solve: the solver is told (its budget's
+// stop is requested) when the deletion is seen, not when the solve's budget runs out. The solve
+// here is one that never ends by itself; the job after it is planned by the real solver.
+TEST_F(ControllerE2e, DeletingAJobWhileItsPlanIsSolvedStopsTheSolve) {
+  struct Blocked {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool started = false;
+    bool stopped = false;
+  };
+  // Shared with the solve's own thread, which may outlive the reconcile that abandons it.
+  auto blocked = std::make_shared<Blocked>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  solve_ = [blocked, calls](const solver::Problem& problem,
+                            const solver::SolveOptions& options) -> Expected<solver::SolveResult> {
+    if (calls->fetch_add(1) > 0) return solver::solve(problem, options);
+    std::unique_lock lock(blocked->mutex);
+    blocked->started = true;
+    blocked->changed.notify_all();
+    std::condition_variable_any until_stopped;
+    until_stopped.wait(lock, options.budget.stop, [] { return false; });
+    blocked->stopped = true;
+    blocked->changed.notify_all();
+    return error("stopped");
+  };
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "unsolved", 0.1));
+  {
+    std::unique_lock lock(blocked->mutex);
+    ASSERT_TRUE(blocked->changed.wait_for(lock, kWait, [&] { return blocked->started; }))
+        << "the solve did not start";
+  }
+  auto removed = client_->remove(controller::job_resource(), "default", "unsolved");
+  ASSERT_TRUE(removed) << removed.error().message;
+  {
+    std::unique_lock lock(blocked->mutex);
+    EXPECT_TRUE(blocked->changed.wait_for(lock, kWait, [&] { return blocked->stopped; }))
+        << "the solve of the deleted job was not stopped";
+  }
+  EXPECT_TRUE(wait_until([&] { return get_job("unsolved").empty(); }));
+  EXPECT_TRUE(pods_->created_for("unsolved").empty());
+
+  create_job(job_from("job.yaml", "next", 0.1));
+  const json next = wait_job(
+      "next", [](const json& j) { return condition_status(j, "Planned") == "True"; },
+      "Planned=True");
+  EXPECT_EQ(condition_reason(next, "Planned"), "Planned");
 }
 
 // A job deleted and created again under the same name is another job: its workers start from

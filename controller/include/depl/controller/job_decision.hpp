@@ -15,6 +15,7 @@
 
 #include "depl/controller/job_policy.hpp"
 #include "depl/controller/pool_discovery.hpp"
+#include "depl/controller/stoppable_solve.hpp"
 #include "depl/controller/worker_pods.hpp"
 #include "depl/solver/solve.hpp"
 
@@ -51,8 +52,8 @@ struct JobView {
   };
   std::optional<Round> round_without_pods;
   std::chrono::system_clock::time_point now;
-  // Requested when the controller stops: a solve in progress is abandoned (stoppable_solve.hpp)
-  // and the decision is not carried out.
+  // Requested when the controller stops or the job is deleted (solve_cancellation.hpp): a solve
+  // in progress is abandoned (stoppable_solve.hpp) and the decision is not carried out.
   std::stop_token stop;
 };
 
@@ -72,6 +73,8 @@ struct DecideOptions {
   std::chrono::seconds waiting_status_after{30};
   // Measures the solver (seconds); defaults to a steady clock when empty. Injected for tests.
   std::function<double()> seconds_now;
+  // The solver; solver::solve when empty. Injected for tests (a solve that blocks until stopped).
+  SolveFunction solve_function;
 };
 
 struct EventSpec {

@@ -17,6 +17,7 @@
 #include "depl/controller/metrics.hpp"
 #include "depl/controller/placement_line.hpp"
 #include "depl/controller/progress_token.hpp"
+#include "depl/controller/solve_cancellation.hpp"
 #include "depl/kube/client.hpp"
 #include "depl/kube/runtime/controller.hpp"
 #include "depl/kube/runtime/store.hpp"
@@ -57,6 +58,10 @@ class JobReconciler {
   Expected<kube::Action, kube::ReconcileError> reconcile(const kube::ObjectKey& key,
                                                          std::stop_token stop);
 
+  // The job `key` was deleted, or is being deleted: a solve for it in progress stops at the
+  // solver's next budget check, and what its reconcile decided is not carried out.
+  void cancel_solve(const kube::ObjectKey& key) { solves_.cancel(key); }
+
   // The view decide() gets for `job` (exposed for tests and `kubectl depl status`). A job that
   // waits for an earlier job's first plan gets no cluster part (nodes, pods, catalog,
   // reservations): decide() stops at the wait without looking at it.
@@ -84,6 +89,7 @@ class JobReconciler {
   EventSink events_;
   MetricsRegistry& metrics_;
   ReconcilerOptions options_;
+  SolveCancellations solves_;
 };
 
 // Declares the controller's metrics in `registry` (names in docs/operations.md).

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "depl/common/expected.hpp"
+#include "depl/controller/stoppable_solve.hpp"
 #include "depl/controller/worker_pods.hpp"
 #include "depl/solver/solve.hpp"
 
@@ -50,6 +51,8 @@ struct ControllerConfig {
   // chart's 512Mi memory limit; past the time the job gets the best plan found by then.
   std::chrono::milliseconds solve_time_budget = solver::kDefaultTimeBudget;
   std::size_t solve_memory_budget = solver::kDefaultMemoryBudget;
+  // The solver; solver::solve when empty. Injected by tests (a solve that blocks until stopped).
+  SolveFunction solve;
 };
 
 // Bound addresses, reported once everything listens (port 0 becomes a real port).

@@ -1,8 +1,9 @@
 // The solver as the controller calls it: on a thread of its own, so that the reconcile waiting
-// for it stops waiting when the controller stops (shutdown, lost leadership). The solver is pure
-// and has no way to be interrupted; a slow solve must hold neither the controller's shutdown nor
-// the hand-over to a standby. An abandoned solve runs to its end on its own copy of the problem,
-// touching nothing of the controller, and its result is dropped.
+// for it stops waiting when the controller stops (shutdown, lost leadership) or the job is
+// deleted (solve_cancellation.hpp). A slow solve must hold neither the controller's shutdown nor
+// the hand-over to a standby. An abandoned solve runs on its own copy of the problem, touching
+// nothing of the controller, until the solver sees the same stop at its next budget check; its
+// result is dropped.
 #pragma once
 
 #include <functional>
@@ -18,7 +19,7 @@ using SolveFunction = std::function<Expected<solver::SolveResult>(const solver::
 
 // The message of the error returned when `stop` was requested before the solve ended.
 inline constexpr const char* kSolveAbandoned =
-    "the solve was abandoned: the controller is stopping";
+    "the solve was abandoned: the controller is stopping or the job was deleted";
 
 // solve(problem, options), or an error (kSolveAbandoned) as soon as `stop` is requested. Without
 // a stop token that can be requested the solve runs on the calling thread. `solve` defaults to
