@@ -137,7 +137,10 @@ class FaultsE2e : public ControllerProcessE2e {
   }
 
   // Runs a one-worker job `name` on a new controller `identity` whose first two POSTs to a path
-  // ending in `suffix` are answered `code`; returns the job once it has ended.
+  // ending in `suffix` are answered `code`; returns the job once it has ended and the Event that
+  // tells so has been seen. The controller sends Events after the status they tell of, from a
+  // thread of its own, and is killed (SIGKILL) on return: returning at the status alone lost the
+  // last Event whenever its sender was slower than the test (under load).
   json run_through_two_refused_posts(const std::string& identity, const std::string& name,
                                      const std::string& suffix, int code) {
     const std::uint16_t port = free_loopback_port();
@@ -158,6 +161,8 @@ class FaultsE2e : public ControllerProcessE2e {
         name, [](const json& j) { return job_phase(j) == "Succeeded" || job_phase(j) == "Failed"; },
         "the job to finish");
     EXPECT_EQ(job_phase(done), "Succeeded") << done.value("status", json::object()).dump(1);
+    EXPECT_TRUE(wait_until([&] { return has_event(name, "TargetReached"); }))
+        << "the controller did not send the TargetReached Event";
     return done;
   }
 
@@ -319,9 +324,9 @@ TEST_F(FaultsE2e, AFailedTokenSecretWriteGivesTheTurnBackAndTheJobRunsOnce) {
 // round again, and the job completes.
 TEST_F(FaultsE2e, ARefusedCreateAfterTheStatusWriteKeepsItsEventsAndIsToldAsFailedCreate) {
   ASSERT_NO_FATAL_FAILURE(start_recorded_cluster("pools-two.yaml"));
+  // Returns once the last Event (TargetReached) is seen, so every Event before it is too: one
+  // thread sends them in order.
   run_through_two_refused_posts("events-controller", "eventful", "/pods", 403);
-  // Events are sent after the status they tell of: the last one may still be on its way.
-  EXPECT_TRUE(wait_until([&] { return has_event("eventful", "TargetReached"); }));
   std::map<std::string, int> reasons;
   std::vector<std::string> failed_creates;
   for (const auto& e : events_of("eventful")) {
