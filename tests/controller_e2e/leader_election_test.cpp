@@ -162,6 +162,13 @@ TEST_F(LeaderElectionE2e, OnlyTheLeaderWritesAndAKilledLeaderIsReplacedWithinThe
 
 TEST_F(LeaderElectionE2e, ALeaderThatCannotRenewStopsWritingBeforeItsLeaseExpires) {
   ASSERT_NO_FATAL_FAILURE(start_pair_and_job(2));
+  // The refusals start on observed events, not at a moment that may fall in a lull: once A is
+  // writing (its next work write), right after its next renewal. A then has its whole renew
+  // deadline of writes to stop by itself.
+  auto a_work = [](const Write& w) { return w.identity == "replica-a" && !w.is_lease(); };
+  auto a_lease = [](const Write& w) { return lease_write_by(w, "replica-a"); };
+  ASSERT_TRUE(writes_->wait_for(a_work, writes_->count(a_work) + 1, kWait)) << all_writes();
+  ASSERT_TRUE(writes_->wait_for(a_lease, writes_->count(a_lease) + 1, kWait)) << all_writes();
   // From now on the API server refuses A's Lease updates (503, Retry-After: 1) and nothing
   // else: A can still write everything else, which is what it must stop doing by itself.
   const auto refused_from = Clock::now();
