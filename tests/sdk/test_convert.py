@@ -1,5 +1,5 @@
-"""Width conversion of a trained network: shapes, growing keeps the function, shrinking keeps
-the units that matter."""
+"""Width conversion of a trained network: shapes, growing keeps the function and its new units
+learn, shrinking keeps the units that matter."""
 
 import pytest
 import torch
@@ -26,7 +26,7 @@ def build(name):
     return {"narrow": Cnn(2, 3), "wide": Cnn(4, 6)}[name]
 
 
-def test_growing_keeps_every_unit_and_almost_the_function():
+def test_growing_keeps_every_unit_and_the_function_exactly():
     torch.manual_seed(0)
     narrow = build("narrow")
     x = torch.randn(8, 1, 8, 8)
@@ -34,7 +34,25 @@ def test_growing_keeps_every_unit_and_almost_the_function():
     grown.load_state_dict(convert_width(narrow.state_dict(), narrow, grown))
     assert torch.equal(grown.conv1.weight[:2], narrow.conv1.weight)
     assert torch.equal(grown.conv2.weight[:3, :2], narrow.conv2.weight)
-    assert torch.allclose(grown(x), narrow(x), atol=0.02)
+    # The kept units read nothing from the new ones, so the output is the narrow network's.
+    assert torch.equal(grown.conv2.weight[:3, 2:], torch.zeros_like(grown.conv2.weight[:3, 2:]))
+    assert torch.allclose(grown(x), narrow(x), atol=1e-6, rtol=0)
+
+
+def test_grown_units_start_at_the_he_scale_and_learn_at_once():
+    torch.manual_seed(0)
+    narrow, grown = build("narrow"), build("wide")
+    grown.load_state_dict(convert_width(narrow.state_dict(), narrow, grown))
+    # conv2's new units (rows 3..5) read 4 channels x 3 x 3 inputs: He scale sqrt(2 / 36).
+    new_rows = grown.conv2.weight[3:]
+    assert new_rows.std().item() == pytest.approx((2.0 / 36) ** 0.5, rel=0.35)
+    # Their outgoing weights (fc columns of channels 3..5) start at zero but get a gradient of
+    # the size of a trained unit's: the new units' activations are full-size.
+    x, y = torch.randn(64, 1, 8, 8), torch.randint(0, 5, (64,))
+    F.cross_entropy(grown(x), y).backward()
+    grad = grown.fc.weight.grad
+    new_columns, old_columns = grad[:, 3 * 16:].norm() / 3, grad[:, :3 * 16].norm() / 3
+    assert new_columns.item() > 0.1 * old_columns.item()
 
 
 def test_shrinking_keeps_the_units_of_largest_importance():

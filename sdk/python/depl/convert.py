@@ -9,8 +9,13 @@ Converting a trained state to another width works layer by layer, as the referen
   the largest |incoming weights and bias| x |outgoing weights|, and the next layer keeps the
   matching inputs (for a Conv followed by a flatten and a Linear, each channel's block of
   positions);
-- **growing** keeps every trained unit and adds new ones with small random weights (1% of the He
-  scale, outgoing weights too), so the grown network starts close to the narrower one.
+- **growing** keeps every trained unit and adds new ones whose incoming weights are drawn at the
+  He-initialisation scale and whose outgoing weights are zero: the grown network computes exactly
+  what the narrower one did (no loss jump), and the new units learn from the first step (their
+  outgoing weights get the gradient of their full-size activations). Units that start small on
+  both sides (a fraction of the He scale in and out) also keep the function, but their gradients
+  are the product of two small numbers: on the PyTorch reference job such a grown network trained
+  slower than the full one from scratch.
 
 The optimiser's state belongs to the old shapes: the hook drops it.
 """
@@ -22,7 +27,6 @@ from typing import Any, Callable, Sequence
 
 from .errors import UsageError
 
-NEW_UNIT_SCALE = 0.01  # new units' weights: this fraction of the He-initialisation scale
 
 
 def _chain(module: Any) -> list[tuple[str, Any]]:
@@ -108,9 +112,11 @@ def convert_width(state: dict, source: Any, target: Any) -> dict:
             columns = (kept_inputs.reshape(-1, 1) * block + torch.arange(block)).reshape(-1)
             columns[(kept_inputs < 0).repeat_interleave(block)] = -1
         fan_in = target_weight[0].numel()
-        scale = NEW_UNIT_SCALE * math.sqrt(2.0 / fan_in)
-        new_weight = torch.randn(target_weight.shape, generator=generator, dtype=weight.dtype) * scale
+        new_weight = torch.randn(target_weight.shape, generator=generator,
+                                 dtype=weight.dtype) * math.sqrt(2.0 / fan_in)
         old_rows, old_cols = rows >= 0, columns >= 0
+        # A kept unit reads nothing from a new one: the grown network computes what the old one did.
+        new_weight[old_rows.nonzero().reshape(-1, 1), (~old_cols).nonzero().reshape(1, -1)] = 0
         source_block = weight.reshape(weight.shape[0], weight.shape[1], -1)[rows[old_rows]][:, columns[old_cols]]
         flat = new_weight.reshape(new_weight.shape[0], new_weight.shape[1], -1)
         row_index = old_rows.nonzero().reshape(-1, 1)
