@@ -3,6 +3,9 @@ linear classifier) whose variants differ in channel width, so their compute real
 
 Stride-2 convolutions rather than pooling: on one CPU core (Debian's torch, no BLAS library)
 max pooling over the full-resolution feature maps cost more than the convolutions themselves.
+The full variant has 32 and 64 channels: wide enough that its epochs cost what its FLOP say, so
+that the narrower variants save real time (at 16 and 32 channels the per-step costs that do not
+shrink with the width made `eighth` only 3.6 times cheaper than `full` on one core).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 # Channels of the full variant's two convolutions; the variants scale both.
-FULL_CHANNELS = (16, 32)
+FULL_CHANNELS = (32, 64)
 VARIANTS = {"full": 1.0, "half": 0.5, "quarter": 0.25, "eighth": 0.125}
 
 
