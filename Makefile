@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libeigen3-dev \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
   libgoogle-perftools-dev dataset-fashion-mnist zlib1g-dev ccache \
-  python3 python3-torch python3-numpy python3-pytest
+  python3 python3-torch python3-numpy python3-pytest python3-yaml
 
 # The fuzz build (make fuzz, docs/fuzzing.md): Debian's clang and its libFuzzer runtime.
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev

@@ -1,0 +1,322 @@
+#!/usr/bin/python3
+"""The dependability bench on the PyTorch CNN (docs/benchmarks.md, "Dependability of the PyTorch
+job"): does a plan reach its target as often as it promises when the training is real?
+
+    /usr/bin/python3 bench/pytorch_dependability.py --seeds 40            # the full bench
+    /usr/bin/python3 bench/pytorch_dependability.py --seeds 6 --targets 0.40
+
+For every target loss, probability and algorithm (DepL, EXP, FULL) it plans the job
+(`kubectl-depl plan -o json` on a copy of the job with that target), then executes the plan for
+fresh seeds through the SDK worker (examples/pytorch/train.py, standalone: one process per phase,
+`--nproc` the plan's workers, a switch is `--init-from` the previous phase's checkpoint, which
+the worker converts). It reports how many runs reached the target (with a Wilson 95% interval)
+against the promised probability, the predicted and reached mean loss, the model's cost and
+the measured CPU seconds per run, and which plans switched and which datasets they dropped.
+With --curves it also writes, per plan and epoch, the predicted mean and standard deviation
+(docs/depl-model.md section 2, checked against the plan's own figures) and the real losses, and
+prints the prediction error and the band coverage on these held-out seeds.
+
+The job's profiles are `kubectl-depl profile`'s (examples/pytorch/job-switch.yaml says with which
+command); the profile's seeds start at 1, the bench's at --first-seed (default 1001).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = REPO / "examples" / "pytorch" / "train.py"
+PYTHON = "/usr/bin/python3"
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% by default)."""
+    if n <= 0:
+        raise ValueError(f"n: want at least one run, got {n}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes: want 0..{n}, got {successes}")
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class EpochPrediction:
+    epoch: int
+    mean: float
+    sd: float
+
+
+def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
+    """The loss after every epoch of `plan` as docs/depl-model.md section 2 models it (mean and
+    standard deviation of a Gaussian), from the job's `spec`."""
+    datasets = {d["name"]: d for d in spec["datasets"]}
+    chosen = [datasets[name] for name in plan["datasets"]]
+    effective = sum(float(d.get("quality", 1.0)) * float(d["samples"]) for d in chosen)
+    everything = sum(float(d.get("quality", 1.0)) * float(d["samples"]) for d in spec["datasets"])
+    models = {m["name"]: m for m in spec["models"]}
+    switches = {(s["from"], s["to"]): s for s in spec.get("switching", [])}
+    out: list[EpochPrediction] = []
+    mean, variance, epoch, previous = None, 0.0, 0, None
+    for phase in plan["phases"]:
+        profile = models[phase["model"]]["lossProfile"]
+        if mean is None:
+            mean = float(profile["initialLoss"])
+        else:
+            jump = switches[(previous, phase["model"])]["lossJump"]
+            mean += float(jump["mean"])
+            variance += float(jump["stddev"]) ** 2
+        reference = float(profile.get("referenceSamples", everything))
+        rho = float(profile["decayPerEpoch"]) ** (effective / reference)
+        floor = float(profile["floorLoss"]) * (reference / effective) ** float(
+            profile.get("dataExponent", 0.0))
+        sigma = float(profile["noiseStddev"])
+        for _ in range(int(phase["epochs"])):
+            mean = floor + (mean - floor) * rho
+            variance = rho * rho * variance + sigma * sigma
+            epoch += 1
+            out.append(EpochPrediction(epoch, mean, math.sqrt(variance)))
+        previous = phase["model"]
+    return out
+
+
+def check_prediction(prediction: list[EpochPrediction], plan: dict) -> None:
+    """The recursion above must give the plan's own per-phase figures (the evaluator's)."""
+    ends = []
+    epoch = 0
+    for phase in plan["phases"]:
+        epoch += int(phase["epochs"])
+        ends.append((epoch, phase))
+    for epoch, phase in ends:
+        p = prediction[epoch - 1]
+        if not (math.isclose(p.mean, phase["lossMean"], rel_tol=1e-9, abs_tol=1e-12)
+                and math.isclose(p.sd, phase["lossStddev"], rel_tol=1e-9, abs_tol=1e-12)):
+            raise RuntimeError(f"the model's recursion gives {p.mean} ± {p.sd} after epoch {epoch}, "
+                               f"the plan says {phase['lossMean']} ± {phase['lossStddev']}")
+
+
+def kubectl_depl() -> str:
+    binary = os.environ.get("DEPL_BINARY_DIR", str(REPO / "build"))
+    return str(Path(binary) / "bin" / "kubectl-depl")
+
+
+def make_plan(job: dict, pools: Path, algorithm: str, target: float, probability: float,
+              workdir: Path) -> dict:
+    """`kubectl-depl plan -o json` of `job` with this target."""
+    variant = copy.deepcopy(job)
+    variant["spec"]["target"]["loss"] = target
+    variant["spec"]["target"]["probability"] = probability
+    path = workdir / f"job-{algorithm}-{target}-{probability}.yaml"
+    path.write_text(yaml.safe_dump(variant, sort_keys=False))
+    result = subprocess.run([kubectl_depl(), "plan", "-f", str(path), "--pools", str(pools),
+                             "--algorithm", algorithm, "-o", "json"],
+                            capture_output=True, text=True, check=False)
+    if result.returncode not in (0, 3) or not result.stdout.strip():
+        raise RuntimeError(f"kubectl-depl plan ({algorithm}, target {target}, P {probability}) "
+                           f"exited {result.returncode}: {result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def describe(plan: dict) -> str:
+    return " -> ".join(f"{p['model']} x{p['epochs']}" for p in plan["phases"])
+
+
+@dataclass
+class Run:
+    seed: int
+    losses: list[float] = field(default_factory=list)  # after epochs 1..T
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+def model_env(job: dict, model: str) -> dict[str, str]:
+    for m in job["spec"]["models"]:
+        if m["name"] == model:
+            return {e["name"]: str(e["value"]) for e in m.get("env", [])}
+    raise KeyError(f"models: no variant '{model}'")
+
+
+def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) -> Run:
+    """Runs `plan` with `seed` through the SDK worker, one process (tree) per phase."""
+    run = Run(seed)
+    previous: Path | None = None
+    start = 0
+    for i, phase in enumerate(plan["phases"]):
+        checkpoints = workdir / f"s{seed}-p{i}"
+        nproc = ranks if ranks else int(phase["workers"])
+        command = [PYTHON, str(TRAIN), "--model", phase["model"], "--epochs", str(phase["epochs"]),
+                   "--start-epoch", str(start), "--datasets", ",".join(plan["datasets"]),
+                   "--seed", str(seed), "--checkpoint-dir", str(checkpoints), "--threads", "1"]
+        if nproc > 1:
+            command += ["--nproc", str(nproc)]
+        if previous is not None:
+            command += ["--init-from", str(previous)]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DEPL_")}
+        env.update(model_env(job, phase["model"]))
+        env["DEPL_LOG_LEVEL"] = "WARNING"
+        began = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 text=True)
+        errors: list[str] = []
+        reader = threading.Thread(target=lambda: errors.append(child.stderr.read()))
+        reader.start()
+        out = child.stdout.read()
+        reader.join()
+        # wait4 rather than wait: the rusage of the phase's processes (its ranks included).
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        run.wall_seconds += time.perf_counter() - began
+        run.cpu_seconds += usage.ru_utime + usage.ru_stime
+        if child.returncode != 0:
+            raise RuntimeError(f"seed {seed} phase {i} ({phase['model']}) exited "
+                               f"{child.returncode}: {''.join(errors)[-2000:]}")
+        for line in out.splitlines():
+            record = json.loads(line)
+            if record["epoch"] > start:
+                run.losses.append(float(record["loss"]))
+        start += int(phase["epochs"])
+        previous = checkpoints
+    if len(run.losses) != start:
+        raise RuntimeError(f"seed {seed}: {len(run.losses)} epochs reported, the plan has {start}")
+    return run
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--job", default=str(REPO / "examples" / "pytorch" / "job-switch.yaml"))
+    parser.add_argument("--pools", default=str(REPO / "examples" / "pytorch" / "pools.yaml"))
+    parser.add_argument("--targets", default="", help="target losses, comma-separated "
+                        "(default: the job's own target)")
+    parser.add_argument("--probabilities", default="0.9,0.95")
+    parser.add_argument("--algorithms", default="depl,exp,full")
+    parser.add_argument("--seeds", type=int, default=40, help="runs per plan")
+    parser.add_argument("--first-seed", type=int, default=1001)
+    parser.add_argument("--parallel", type=int, default=2, help="runs at once")
+    parser.add_argument("--ranks", type=int, default=0,
+                        help="ranks per phase (0: the plan's workers)")
+    parser.add_argument("--curves", default="", help="write per-epoch predictions and losses "
+                        "(JSON) to this file and print the prediction error and band coverage")
+    args = parser.parse_args(argv)
+    job = yaml.safe_load(Path(args.job).read_text())
+    spec = job["spec"]
+    targets = [float(t) for t in args.targets.split(",")] if args.targets else [
+        float(spec["target"]["loss"])]
+    probabilities = [float(p) for p in args.probabilities.split(",")]
+    algorithms = args.algorithms.split(",")
+    all_datasets = [d["name"] for d in spec["datasets"]]
+    began = time.perf_counter()
+    rows, curves = [], []
+    executed: dict[str, list[Run]] = {}
+    with tempfile.TemporaryDirectory(prefix="depl-pt-bench-") as tmp:
+        workdir = Path(tmp)
+        for target in targets:
+            for probability in probabilities:
+                for algorithm in algorithms:
+                    plan = make_plan(job, Path(args.pools), algorithm, target, probability, workdir)
+                    if not plan.get("phases"):
+                        rows.append((target, probability, algorithm, "no plan", plan, None, None))
+                        continue
+                    prediction = predict(spec, plan)
+                    check_prediction(prediction, plan)
+                    key = json.dumps([plan["datasets"], [(p["model"], p["epochs"], p["workers"])
+                                                         for p in plan["phases"]]])
+                    if key not in executed:
+                        rundir = workdir / f"runs{len(executed)}"
+                        rundir.mkdir()
+                        seeds = range(args.first_seed, args.first_seed + args.seeds)
+                        with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
+                            executed[key] = list(pool.map(
+                                lambda s: execute(job, plan, s, rundir, args.ranks or None), seeds))
+                        print(f"# {algorithm} target {target} P {probability}: {describe(plan)} "
+                              f"ran {args.seeds} seeds ({time.perf_counter() - began:.0f} s so far)",
+                              file=sys.stderr, flush=True)
+                    runs = executed[key]
+                    rows.append((target, probability, algorithm, describe(plan), plan, runs,
+                                 prediction))
+                    curves.append({"target": target, "probability": probability,
+                                   "algorithm": algorithm, "plan": describe(plan),
+                                   "datasets": plan["datasets"],
+                                   "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
+                                   "runs": {str(r.seed): r.losses for r in runs}})
+    print(f"Wall time {time.perf_counter() - began:.0f} s, {args.seeds} seeds per plan, "
+          f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+    print()
+    print("| target | P | algorithm | plan | dropped | predicted P | predicted loss | cost "
+          "| CPU s/run | reached | 95% interval | mean final loss |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for target, probability, algorithm, text, plan, runs, prediction in rows:
+        if runs is None:
+            print(f"| {target} | {probability} | {algorithm} | {text} | | | | | | | | |")
+            continue
+        dropped = ",".join(d for d in all_datasets if d not in plan["datasets"]) or "-"
+        feasible = "" if plan.get("feasible") else " (infeasible: best effort)"
+        finals = [r.losses[-1] for r in runs]
+        reached = sum(1 for f in finals if f <= target)
+        lo, hi = wilson(reached, len(runs))
+        predicted = plan["predicted"]
+        print(f"| {target} | {probability} | {algorithm} | {text}{feasible} | {dropped} "
+              f"| {predicted['probability']:.3f} "
+              f"| {predicted['lossMean']:.4f} ± {predicted['lossStddev']:.4f} "
+              f"| {predicted['cost']:.5f} "
+              f"| {sum(r.cpu_seconds for r in runs) / len(runs):.1f} "
+              f"| {reached}/{len(runs)} = {reached / len(runs):.3f} | [{lo:.3f}, {hi:.3f}] "
+              f"| {sum(finals) / len(finals):.4f} |")
+    if args.curves:
+        Path(args.curves).write_text(json.dumps(curves, indent=1))
+        print()
+        print(prediction_table(curves))
+    return 0
+
+
+def prediction_table(curves: list[dict]) -> str:
+    """Per distinct plan: the error of the predicted mean in predicted sds at its worst epoch, and
+    the share of real losses inside mean ± 1 sd and ± 2 sd over all epochs."""
+    inside_1 = NormalDist().cdf(1) - NormalDist().cdf(-1)
+    inside_2 = NormalDist().cdf(2) - NormalDist().cdf(-2)
+    lines = [f"| plan | datasets | epochs | worst (mean error) / sd | epoch | RMS error "
+             f"| inside ± 1 sd (nominal {inside_1:.3f}) | inside ± 2 sd ({inside_2:.3f}) |",
+             "|---|---|---|---|---|---|---|---|"]
+    seen = set()
+    for c in curves:
+        key = (c["plan"], tuple(c["datasets"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        worst, worst_epoch, squares, n, in1, in2, total = 0.0, 0, 0.0, 0, 0, 0, 0
+        for epoch, mean, sd in c["predicted"]:
+            losses = [r[epoch - 1] for r in c["runs"].values()]
+            average = sum(losses) / len(losses)
+            error = (average - mean) / sd if sd > 0 else math.inf
+            if abs(error) > abs(worst):
+                worst, worst_epoch = error, epoch
+            squares += (average - mean) ** 2
+            n += 1
+            for loss in losses:
+                total += 1
+                in1 += abs(loss - mean) <= sd
+                in2 += abs(loss - mean) <= 2 * sd
+        lines.append(f"| {c['plan']} | {len(c['datasets'])} | {n} | {worst:+.2f} | {worst_epoch} "
+                     f"| {math.sqrt(squares / n):.4f} | {in1 / total:.3f} | {in2 / total:.3f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,53 @@
+"""The PyTorch dependability bench's arithmetic: the Wilson interval, and its second
+implementation of the model's loss recursion, which must give the plan's own figures."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+import pytorch_dependability as bench  # noqa: E402
+
+KUBECTL_DEPL = Path(os.environ.get("DEPL_BINARY_DIR", REPO / "build")) / "bin" / "kubectl-depl"
+needs_cli = pytest.mark.skipif(not KUBECTL_DEPL.exists(), reason=f"{KUBECTL_DEPL} is not built")
+
+
+def test_wilson_interval_matches_the_recorded_figures():
+    # docs/benchmarks.md's reference-worker table: 40/40 -> [0.912, 1.000], 31/40 -> [0.625, 0.877].
+    assert [round(x, 3) for x in bench.wilson(40, 40)] == [0.912, 1.0]
+    assert [round(x, 3) for x in bench.wilson(31, 40)] == [0.625, 0.877]
+    with pytest.raises(ValueError, match="successes"):
+        bench.wilson(5, 4)
+
+
+def plan_of(job_path: Path, pools: Path) -> dict:
+    out = subprocess.run([str(KUBECTL_DEPL), "plan", "-f", str(job_path), "--pools", str(pools),
+                          "-o", "json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@needs_cli
+def test_the_recursion_gives_the_evaluators_figures_across_a_switch():
+    job = yaml.safe_load((REPO / "examples" / "pytorch" / "job.yaml").read_text())
+    plan = plan_of(REPO / "examples" / "pytorch" / "job.yaml", REPO / "examples" / "pytorch" / "pools.yaml")
+    assert [p["model"] for p in plan["phases"]] == ["half", "full"]  # the job's plan switches
+    spec = job["spec"]
+    bench.check_prediction(bench.predict(spec, plan), plan)
+    wrong = copy.deepcopy(plan)
+    wrong["phases"][-1]["lossMean"] += 1e-6
+    with pytest.raises(RuntimeError, match="the plan says"):
+        bench.check_prediction(bench.predict(spec, wrong), wrong)
+    # A switch's jump adds its mean to the loss and its variance to the spread.
+    jumped = copy.deepcopy(spec)
+    jumped["switching"][0]["lossJump"] = {"mean": 0.05, "stddev": 0.02}
+    before, after = bench.predict(spec, plan), bench.predict(jumped, plan)
+    first = plan["phases"][0]["epochs"]
+    assert after[first - 1].mean == before[first - 1].mean
+    assert after[first].mean > before[first].mean and after[first].sd > before[first].sd
