@@ -2,8 +2,8 @@
 """The dependability bench on the PyTorch CNN (docs/benchmarks.md, "Dependability of the PyTorch
 job"): does a plan reach its target as often as it promises when the training is real?
 
-    /usr/bin/python3 bench/pytorch_dependability.py --seeds 40            # the full bench
-    /usr/bin/python3 bench/pytorch_dependability.py --seeds 6 --targets 0.40
+    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 40   # full size
+    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 4    # smaller
 
 For every target loss, probability and algorithm (DepL, EXP, FULL) it plans the job
 (`kubectl-depl plan -o json` on a copy of the job with that target), then executes the plan for
@@ -16,7 +16,7 @@ With --curves it also writes, per plan and epoch, the predicted mean and standar
 (docs/depl-model.md section 2, checked against the plan's own figures) and the real losses, and
 prints the prediction error and the band coverage on these held-out seeds.
 
-The job's profiles are `kubectl-depl profile`'s (examples/pytorch/job-switch.yaml says with which
+The job's profiles are `kubectl-depl profile`'s (examples/pytorch/job.yaml says with which
 command); the profile's seeds start at 1, the bench's at --first-seed (default 1001).
 """
 
@@ -198,10 +198,35 @@ def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) 
     return run
 
 
+HEADER = ("| target | P | algorithm | plan | dropped | predicted P | predicted loss | cost "
+          "| CPU s/run | reached | 95% interval | mean final loss |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def row(target: float, probability: float, algorithm: str, text: str, plan: dict,
+        runs: list[Run] | None, all_datasets: list[str]) -> str:
+    """One line of the results table."""
+    if runs is None:
+        return f"| {target} | {probability} | {algorithm} | {text} | | | | | | | | |"
+    dropped = ",".join(d for d in all_datasets if d not in plan["datasets"]) or "-"
+    feasible = "" if plan.get("feasible") else " (infeasible: best effort)"
+    finals = [r.losses[-1] for r in runs]
+    reached = sum(1 for f in finals if f <= target)
+    lo, hi = wilson(reached, len(runs))
+    predicted = plan["predicted"]
+    return (f"| {target} | {probability} | {algorithm} | {text}{feasible} | {dropped} "
+            f"| {predicted['probability']:.3f} "
+            f"| {predicted['lossMean']:.4f} ± {predicted['lossStddev']:.4f} "
+            f"| {predicted['cost']:.5f} "
+            f"| {sum(r.cpu_seconds for r in runs) / len(runs):.1f} "
+            f"| {reached}/{len(runs)} = {reached / len(runs):.3f} | [{lo:.3f}, {hi:.3f}] "
+            f"| {sum(finals) / len(finals):.4f} |")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--job", default=str(REPO / "examples" / "pytorch" / "job-switch.yaml"))
+    parser.add_argument("--job", default=str(REPO / "examples" / "pytorch" / "job.yaml"))
     parser.add_argument("--pools", default=str(REPO / "examples" / "pytorch" / "pools.yaml"))
     parser.add_argument("--targets", default="", help="target losses, comma-separated "
                         "(default: the job's own target)")
@@ -223,7 +248,8 @@ def main(argv: list[str]) -> int:
     algorithms = args.algorithms.split(",")
     all_datasets = [d["name"] for d in spec["datasets"]]
     began = time.perf_counter()
-    rows, curves = [], []
+    print(HEADER, flush=True)
+    curves = []
     executed: dict[str, list[Run]] = {}
     with tempfile.TemporaryDirectory(prefix="depl-pt-bench-") as tmp:
         workdir = Path(tmp)
@@ -232,7 +258,8 @@ def main(argv: list[str]) -> int:
                 for algorithm in algorithms:
                     plan = make_plan(job, Path(args.pools), algorithm, target, probability, workdir)
                     if not plan.get("phases"):
-                        rows.append((target, probability, algorithm, "no plan", plan, None, None))
+                        print(row(target, probability, algorithm, "no plan", plan, None,
+                                  all_datasets), flush=True)
                         continue
                     prediction = predict(spec, plan)
                     check_prediction(prediction, plan)
@@ -249,8 +276,8 @@ def main(argv: list[str]) -> int:
                               f"ran {args.seeds} seeds ({time.perf_counter() - began:.0f} s so far)",
                               file=sys.stderr, flush=True)
                     runs = executed[key]
-                    rows.append((target, probability, algorithm, describe(plan), plan, runs,
-                                 prediction))
+                    print(row(target, probability, algorithm, describe(plan), plan, runs,
+                              all_datasets), flush=True)
                     curves.append({"target": target, "probability": probability,
                                    "algorithm": algorithm, "plan": describe(plan),
                                    "datasets": plan["datasets"],
@@ -258,27 +285,6 @@ def main(argv: list[str]) -> int:
                                    "runs": {str(r.seed): r.losses for r in runs}})
     print(f"Wall time {time.perf_counter() - began:.0f} s, {args.seeds} seeds per plan, "
           f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
-    print()
-    print("| target | P | algorithm | plan | dropped | predicted P | predicted loss | cost "
-          "| CPU s/run | reached | 95% interval | mean final loss |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for target, probability, algorithm, text, plan, runs, prediction in rows:
-        if runs is None:
-            print(f"| {target} | {probability} | {algorithm} | {text} | | | | | | | | |")
-            continue
-        dropped = ",".join(d for d in all_datasets if d not in plan["datasets"]) or "-"
-        feasible = "" if plan.get("feasible") else " (infeasible: best effort)"
-        finals = [r.losses[-1] for r in runs]
-        reached = sum(1 for f in finals if f <= target)
-        lo, hi = wilson(reached, len(runs))
-        predicted = plan["predicted"]
-        print(f"| {target} | {probability} | {algorithm} | {text}{feasible} | {dropped} "
-              f"| {predicted['probability']:.3f} "
-              f"| {predicted['lossMean']:.4f} ± {predicted['lossStddev']:.4f} "
-              f"| {predicted['cost']:.5f} "
-              f"| {sum(r.cpu_seconds for r in runs) / len(runs):.1f} "
-              f"| {reached}/{len(runs)} = {reached / len(runs):.3f} | [{lo:.3f}, {hi:.3f}] "
-              f"| {sum(finals) / len(finals):.4f} |")
     if args.curves:
         Path(args.curves).write_text(json.dumps(curves, indent=1))
         print()
