@@ -1,7 +1,9 @@
 #include "depl/solver/evaluator.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "depl/solver/normal.hpp"
 
@@ -20,10 +22,15 @@ bool is_local(const Dataset& d, const Pool& pool) {
 }  // namespace
 
 double guarantee_kappa(const Target& target) {
+  return guarantee_kappa(target, target.probability);
+}
+
+double guarantee_kappa(const Target& target, double probability) {
+  if (!(probability < 1)) return std::numeric_limits<double>::infinity();
   if (target.guarantee == Guarantee::DistributionFree) {
-    return std::sqrt(target.probability / (1 - target.probability));
+    return std::sqrt(probability / (1 - probability));
   }
-  return normal_quantile(target.probability);
+  return normal_quantile(probability);
 }
 
 double reach_probability(const Target& target, double mean, double variance) {
@@ -40,6 +47,126 @@ double reach_probability(const Target& target, double mean, double variance) {
 bool meets_guarantee(const Target& target, double mean, double variance) {
   return mean + guarantee_kappa(target) * std::sqrt(std::max(0.0, variance)) <=
          target.loss + kGuaranteeTolerance;
+}
+
+bool meets_guarantee(const Target& target, double mean, double variance, double on_time) {
+  if (on_time >= 1) return meets_guarantee(target, mean, variance);
+  if (!(on_time > target.probability)) return false;
+  const double spread = std::sqrt(std::max(0.0, variance));
+  const double kappa = guarantee_kappa(target, target.probability / on_time);
+  // An infinite kappa can only be met without spread (0 * inf is not a number).
+  if (spread == 0) return mean <= target.loss + kGuaranteeTolerance;
+  return mean + kappa * spread <= target.loss + kGuaranteeTolerance;
+}
+
+namespace {
+
+// log((exp(d * t) - 1) / d) for t > 0, without overflow or cancellation; log(t) at d = 0.
+double log_growth(double d, double t) {
+  const double x = d * t;
+  if (std::fabs(x) < 1e-8) return std::log(t) + x / 2;
+  if (x > 0) return x + std::log(-std::expm1(-x)) - std::log(d);
+  return std::log(std::expm1(x) / d);
+}
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+double EpochInterruptions::expected_seconds() const {
+  if (!(rate > 0)) return epoch_seconds;
+  const double x = rate * epoch_seconds;
+  if (x > 700) return kInfinity;
+  return std::expm1(x) * (1 / rate + restart_seconds);
+}
+
+double EpochInterruptions::expected_interruptions() const {
+  if (!(rate > 0)) return 0;
+  const double x = rate * epoch_seconds;
+  return x > 700 ? kInfinity : std::expm1(x);
+}
+
+double EpochInterruptions::log_mgf(double theta) const {
+  if (!(rate > 0)) return theta * epoch_seconds;
+  // a(theta) = Lambda exp(theta R) (exp((theta - Lambda) t) - 1) / (theta - Lambda): the chance
+  // that an attempt is interrupted times E[exp(theta (X + R))].
+  const double d = theta - rate;
+  const double log_a = std::log(rate) + theta * restart_seconds + log_growth(d, epoch_seconds);
+  if (!(log_a < 0)) return kInfinity;
+  return d * epoch_seconds - std::log1p(-std::exp(log_a));
+}
+
+double EpochInterruptions::divergence() const {
+  if (!(rate > 0)) return kInfinity;
+  // log a(theta) rises with theta from log(1 - q) < 0; bisect for where it crosses 0.
+  auto log_a = [&](double theta) {
+    return std::log(rate) + theta * restart_seconds + log_growth(theta - rate, epoch_seconds);
+  };
+  double low = 0;
+  double high = std::max(rate, 1 / (epoch_seconds + restart_seconds));
+  while (log_a(high) < 0) {
+    low = high;
+    high *= 2;
+  }
+  for (int i = 0; i < 200 && high - low > 1e-15 * high; ++i) {
+    const double mid = (low + high) / 2;
+    (log_a(mid) < 0 ? low : high) = mid;
+  }
+  return low;
+}
+
+EpochInterruptions epoch_interruptions(const ModelVariant& model, const Pool& pool, int workers,
+                                       double epoch_seconds) {
+  EpochInterruptions e;
+  e.epoch_seconds = epoch_seconds;
+  if (pool.interruptions_per_hour > 0) {
+    e.rate = workers * pool.interruptions_per_hour / 3600.0;
+    e.restart_seconds = pool.startup_seconds + model.checkpoint_bytes / pool.storage_bandwidth;
+  }
+  return e;
+}
+
+double on_time_probability(const DurationTerms& terms, double deadline) {
+  double expected = terms.fixed_seconds;
+  double ceiling = kInfinity;  // where the log moment generating function diverges
+  for (const auto& [epochs, e] : terms.phases) {
+    expected += epochs * e.expected_seconds();
+    if (e.rate > 0) ceiling = std::min(ceiling, e.divergence());
+  }
+  if (!std::isfinite(ceiling)) return expected <= deadline ? 1.0 : 0.0;
+  // Chernoff: P(T > deadline) <= exp(K(theta) - theta * deadline) for every theta > 0; the
+  // exponent g is convex with g(0) = 0 and g'(0) = E[T] - deadline.
+  if (!(expected < deadline)) return 0.0;
+  auto g = [&](double theta) {
+    double k = theta * terms.fixed_seconds;
+    for (const auto& [epochs, e] : terms.phases) k += epochs * e.log_mgf(theta);
+    return k - theta * deadline;
+  };
+  // Golden-section search on [0, ceiling): g is +infinity at the ceiling.
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double low = 0;
+  double high = ceiling;
+  double x1 = high - phi * (high - low);
+  double x2 = low + phi * (high - low);
+  double g1 = g(x1);
+  double g2 = g(x2);
+  for (int i = 0; i < 300 && high - low > 1e-14 * high; ++i) {
+    if (g1 <= g2) {
+      high = x2;
+      x2 = x1;
+      g2 = g1;
+      x1 = high - phi * (high - low);
+      g1 = g(x1);
+    } else {
+      low = x1;
+      x1 = x2;
+      g1 = g2;
+      x2 = low + phi * (high - low);
+      g2 = g(x2);
+    }
+  }
+  const double exponent = std::min({0.0, g1, g2});
+  return std::max(0.0, -std::expm1(exponent));
 }
 
 LossState epoch_step(const ModelVariant& model, double effective, LossState state) {
@@ -155,6 +282,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
   LossState state;
   int switches = 0;
   int epochs_total = 0;
+  DurationTerms duration;
   const ModelVariant* previous_model = nullptr;
   const Pool* previous_pool = nullptr;
   if (problem.start) {
@@ -204,9 +332,23 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
                          (n * model.gpus_per_worker * pool.gpu_gflops);
     pf.epoch_seconds = epoch_seconds(problem, model, pool, ph.workers, samples);
     pf.comm_seconds = pf.epoch_seconds - pf.compute_seconds;
-    pf.seconds =
-        pf.startup_seconds + pf.staging_seconds + pf.switch_seconds + ph.epochs * pf.epoch_seconds;
+    const EpochInterruptions interruptions =
+        epoch_interruptions(model, pool, ph.workers, pf.epoch_seconds);
+    pf.interruptions_per_hour = interruptions.rate * 3600.0;
+    pf.restart_seconds = interruptions.restart_seconds;
+    pf.expected_epoch_seconds = interruptions.expected_seconds();
+    pf.interruptions = ph.epochs * interruptions.expected_interruptions();
+    const double fixed = pf.startup_seconds + pf.staging_seconds + pf.switch_seconds;
+    pf.seconds = fixed + ph.epochs * pf.expected_epoch_seconds;
     pf.cost = n * model.gpus_per_worker * pool.price_per_gpu_hour * pf.seconds / 3600.0;
+    duration.fixed_seconds += fixed;
+    duration.phases.emplace_back(ph.epochs, interruptions);
+    if (!std::isfinite(pf.expected_epoch_seconds)) {
+      fig.violations.push_back(fmt::format(
+          "phases[{}]: {} workers in pool {} are interrupted {:.3g} times per hour: an epoch of "
+          "{:.6g} s never ends",
+          i, ph.workers, pool.name, pf.interruptions_per_hour, pf.epoch_seconds));
+    }
 
     for (int e = 0; e < ph.epochs; ++e) state = epoch_step(model, effective, state);
     pf.loss_mean = state.mean;
@@ -224,6 +366,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
                                            ph.workers, tr.min_workers, tr.max_workers));
     }
     epochs_total += ph.epochs;
+    fig.interruptions += pf.interruptions;
     fig.cost += pf.cost;
     fig.duration_seconds += pf.seconds;
     fig.phases.push_back(pf);
@@ -233,17 +376,47 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
 
   fig.loss_mean = state.mean;
   fig.loss_stddev = std::sqrt(std::max(0.0, state.variance));
-  fig.probability = reach_probability(problem.target, state.mean, state.variance);
-  fig.meets_guarantee = meets_guarantee(problem.target, state.mean, state.variance);
-  if (!fig.meets_guarantee) {
-    fig.violations.push_back(fmt::format(
-        "guarantee: loss {:.6g} + {:.4g} x {:.6g} > target {:.6g} (P(target) = {:.4f} < {})",
-        state.mean, fig.kappa, fig.loss_stddev, problem.target.loss, fig.probability,
-        problem.target.probability));
+  fig.loss_probability = reach_probability(problem.target, state.mean, state.variance);
+  bool interrupted = false;
+  for (const auto& [epochs, e] : duration.phases) interrupted = interrupted || e.rate > 0;
+  const double p = problem.target.probability;
+  bool late = false;
+  if (problem.target.deadline_seconds) {
+    const double deadline = *problem.target.deadline_seconds;
+    if (!interrupted) {
+      late = fig.duration_seconds > deadline;
+      if (late) {
+        fig.violations.push_back(
+            fmt::format("deadline: {:.6g} s > {:.6g} s", fig.duration_seconds, deadline));
+      }
+    } else {
+      fig.on_time_probability = on_time_probability(duration, deadline);
+      late = !(fig.on_time_probability > p);
+      if (late) {
+        fig.violations.push_back(
+            fmt::format("deadline: P(done by {:.6g} s) = {:.4f} <= {} with interruptions (expected "
+                        "duration {:.6g} s)",
+                        deadline, fig.on_time_probability, p, fig.duration_seconds));
+      }
+    }
   }
-  if (problem.target.deadline_seconds && fig.duration_seconds > *problem.target.deadline_seconds) {
-    fig.violations.push_back(fmt::format("deadline: {:.6g} s > {:.6g} s", fig.duration_seconds,
-                                         *problem.target.deadline_seconds));
+  // A plan that is late is judged on its loss alone, so that each violation names its cause.
+  const double on_time = late ? 1.0 : fig.on_time_probability;
+  fig.kappa = guarantee_kappa(problem.target, p / on_time);
+  fig.probability = fig.loss_probability * fig.on_time_probability;
+  fig.meets_guarantee = meets_guarantee(problem.target, state.mean, state.variance, on_time);
+  if (!fig.meets_guarantee) {
+    if (on_time < 1) {
+      fig.violations.push_back(fmt::format(
+          "guarantee: loss {:.6g} + {:.4g} x {:.6g} > target {:.6g} (P(target) = {:.4f} x "
+          "P(on time) {:.4f} = {:.4f} < {})",
+          state.mean, fig.kappa, fig.loss_stddev, problem.target.loss, fig.loss_probability,
+          on_time, fig.probability, p));
+    } else {
+      fig.violations.push_back(fmt::format(
+          "guarantee: loss {:.6g} + {:.4g} x {:.6g} > target {:.6g} (P(target) = {:.4f} < {})",
+          state.mean, fig.kappa, fig.loss_stddev, problem.target.loss, fig.loss_probability, p));
+    }
   }
   if (problem.target.budget && fig.cost > *problem.target.budget) {
     fig.violations.push_back(

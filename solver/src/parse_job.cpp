@@ -151,7 +151,7 @@ bool read_models(ObjectReader& spec, const SizeBounds& bounds, double all_effect
       continue;
     }
     reader->allow_only({"name", "image", "computePerSampleGflop", "parameterBytes", "gpusPerWorker",
-                        "lossProfile"},
+                        "checkpointBytes", "lossProfile"},
                        {"resources", "env"});
     ModelVariant model;
     model.name = reader->string("name", kRequired, false, bounds.name_length).value_or("");
@@ -164,6 +164,9 @@ bool read_models(ObjectReader& spec, const SizeBounds& bounds, double all_effect
     model.gpus_per_worker =
         reader->small_integer("gpusPerWorker", kOptional, up_to(1, bounds.gpus_per_worker))
             .value_or(1);
+    // Parameters and the optimiser's momentum, what the reference worker writes, unless said.
+    model.checkpoint_bytes = reader->quantity("checkpointBytes", kOptional, Range::at_least(0))
+                                 .value_or(2 * model.parameter_bytes);
     read_loss_profile(*reader, all_effective_samples, model.loss);
     complete = complete && !model.name.empty();
     models.push_back(std::move(model));

@@ -11,6 +11,7 @@ namespace depl::solver {
 namespace {
 
 using nlohmann::json;
+using parse_detail::closest_name;
 using parse_detail::describe;
 using parse_detail::Diagnostics;
 using parse_detail::item_path;
@@ -82,6 +83,25 @@ void read_inter_pool(ObjectReader& reader, Pool& pool) {
   }
 }
 
+// capacityType (OnDemand or Spot) and interruptionsPerHour, whose default follows the type.
+void read_capacity(ObjectReader& reader, Pool& pool) {
+  if (auto type = reader.string("capacityType", kOptional)) {
+    if (*type == "OnDemand") {
+      pool.capacity_type = CapacityType::OnDemand;
+    } else if (*type == "Spot") {
+      pool.capacity_type = CapacityType::Spot;
+    } else {
+      std::string what = fmt::format("must be OnDemand or Spot, got {}", describe(*type));
+      if (auto hint = closest_name(*type, {"OnDemand", "Spot"})) {
+        what += fmt::format(" (did you mean \"{}\"?)", *hint);
+      }
+      reader.diagnostics().add(reader.path_of("capacityType"), what);
+    }
+  }
+  pool.interruptions_per_hour = reader.number("interruptionsPerHour", kOptional, Range::at_least(0))
+                                    .value_or(default_interruptions_per_hour(pool.capacity_type));
+}
+
 void read_pools(const json& object, std::vector<Pool>& pools, Diagnostics& diagnostics) {
   if (!object.is_object()) {
     diagnostics.add("", fmt::format("must be a pools file (a mapping with a pools: list), got {}",
@@ -98,7 +118,8 @@ void read_pools(const json& object, std::vector<Pool>& pools, Diagnostics& diagn
     if (!reader) continue;
     reader->allow_only({"name", "gpuType", "gpus", "gpuGflops", "pricePerGpuHour",
                         "bandwidthBytesPerSecond", "storageBandwidthBytesPerSecond",
-                        "startupSeconds", "interPool", "nodes", "gpusPerNode"});
+                        "startupSeconds", "interPool", "nodes", "gpusPerNode", "capacityType",
+                        "interruptionsPerHour"});
     Pool pool;
     if (auto name = reader->string("name", kRequired)) {
       if (!is_dns_label(*name)) {
@@ -123,6 +144,7 @@ void read_pools(const json& object, std::vector<Pool>& pools, Diagnostics& diagn
     pool.startup_seconds =
         reader->number("startupSeconds", kOptional, Range::at_least(0)).value_or(0);
     read_inter_pool(*reader, pool);
+    read_capacity(*reader, pool);
     pools.push_back(std::move(pool));
   }
 }

@@ -13,6 +13,14 @@ int index_of(const Items& items, const std::string& name) {
 
 }  // namespace
 
+double default_interruptions_per_hour(CapacityType type) {
+  return type == CapacityType::Spot ? kDefaultSpotInterruptionsPerHour : 0.0;
+}
+
+const char* to_string(CapacityType type) {
+  return type == CapacityType::Spot ? "Spot" : "OnDemand";
+}
+
 int Problem::model_index(const std::string& name) const { return index_of(models, name); }
 int Problem::pool_index(const std::string& name) const { return index_of(pools, name); }
 int Problem::dataset_index(const std::string& name) const { return index_of(datasets, name); }

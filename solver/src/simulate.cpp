@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -32,6 +33,9 @@ class NoiseSource {
     }
     return z / std::sqrt(v);
   }
+
+  // An exponential draw with the given rate (> 0).
+  double exponential(double rate) { return -std::log(uniform_open()) / rate; }
 
  private:
   // Uniform on (0, 1): the top 53 bits of one engine output, never exactly 0.
@@ -74,9 +78,14 @@ struct PhaseProcess {
   double rho = 1;
   double sigma = 0;
   int epochs = 0;
+  // Time and cost (section 2): the fixed part, each epoch's attempts, and the GPUs' rate.
+  double fixed_seconds = 0;
+  EpochInterruptions interruptions;
+  double cost_per_second = 0;
 };
 
 std::vector<PhaseProcess> phase_processes(const Problem& problem, const Plan& plan,
+                                          const Figures& figures,
                                           const ModelVariant*& first_model) {
   const double effective = effective_samples(problem, plan.datasets);
   std::vector<PhaseProcess> out;
@@ -86,9 +95,15 @@ std::vector<PhaseProcess> phase_processes(const Problem& problem, const Plan& pl
     if (mi >= 0) previous = &problem.models[static_cast<std::size_t>(mi)];
   }
   first_model = &problem.models[plan.phases.front().model];
-  for (const Phase& phase : plan.phases) {
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const Phase& phase = plan.phases[i];
     const ModelVariant& model = problem.models[phase.model];
+    const Pool& pool = problem.pools[phase.pool];
+    const PhaseFigures& pf = figures.phases[i];
     PhaseProcess pp;
+    pp.fixed_seconds = pf.startup_seconds + pf.staging_seconds + pf.switch_seconds;
+    pp.interruptions = epoch_interruptions(model, pool, phase.workers, pf.epoch_seconds);
+    pp.cost_per_second = phase.workers * model.gpus_per_worker * pool.price_per_gpu_hour / 3600.0;
     // An unlisted switch gets no jump, as in the evaluator (which reports it as a violation).
     if (previous != nullptr && previous != &model) {
       if (const Switch* sw = problem.find_switch(previous->name, model.name)) {
@@ -134,7 +149,10 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
   }
 
   const ModelVariant* first_model = nullptr;
-  const std::vector<PhaseProcess> phases = phase_processes(problem, plan, first_model);
+  const std::vector<PhaseProcess> phases = phase_processes(problem, plan, figures, first_model);
+  bool interrupted = false;
+  for (const PhaseProcess& pp : phases) interrupted = interrupted || pp.interruptions.rate > 0;
+  const std::optional<double> deadline = problem.target.deadline_seconds;
   double start_mean = first_model->loss.initial_loss;
   double start_stddev = 0;
   if (problem.start) {
@@ -143,10 +161,50 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
   }
 
   NoiseSource noise(options.seed, options.noise);
+  // Interruptions come from their own stream: a plan's losses do not depend on its pools.
+  NoiseSource reclaims(options.seed ^ 0x9E3779B97F4A7C15ull, Noise::Gaussian);
   const double target = problem.target.loss;
   double sum_final = 0;
+  double sum_seconds = 0;
+  double sum_cost = 0;
+  double sum_cost_squared = 0;
+  double sum_interruptions = 0;
   int reached = 0;
+  int on_time = 0;
   for (int run = 0; run < options.runs; ++run) {
+    double seconds = figures.duration_seconds;
+    double cost = figures.cost;
+    if (interrupted) {
+      seconds = 0;
+      cost = 0;
+      for (const PhaseProcess& pp : phases) {
+        double phase_seconds = pp.fixed_seconds;
+        const EpochInterruptions& e = pp.interruptions;
+        for (int epoch = 0; epoch < pp.epochs; ++epoch) {
+          if (!(e.rate > 0)) {
+            phase_seconds += e.epoch_seconds;
+            continue;
+          }
+          // Attempts until one runs a whole epoch; each interrupted one loses what it ran.
+          for (;;) {
+            const double x = reclaims.exponential(e.rate);
+            if (x >= e.epoch_seconds) {
+              phase_seconds += e.epoch_seconds;
+              break;
+            }
+            phase_seconds += x + e.restart_seconds;
+            sum_interruptions += 1;
+          }
+        }
+        seconds += phase_seconds;
+        cost += pp.cost_per_second * phase_seconds;
+      }
+    }
+    sum_seconds += seconds;
+    sum_cost += cost;
+    sum_cost_squared += cost * cost;
+    const bool in_time = !interrupted || !deadline || seconds <= *deadline;
+    if (in_time) ++on_time;
     double loss = start_mean;
     if (start_stddev > 0) loss += start_stddev * noise.unit();
     for (const PhaseProcess& pp : phases) {
@@ -158,7 +216,7 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
       }
     }
     sum_final += loss;
-    if (loss <= target) ++reached;
+    if (loss <= target && in_time) ++reached;
   }
 
   result.runs = options.runs;
@@ -169,6 +227,15 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
   result.interval_low = interval.low;
   result.interval_high = interval.high;
   result.mean_final_loss = sum_final / options.runs;
+  const double runs = options.runs;
+  result.on_time = on_time;
+  result.mean_seconds = sum_seconds / runs;
+  result.mean_cost = sum_cost / runs;
+  result.cost_stddev = std::sqrt(
+      std::max(0.0, (sum_cost_squared - sum_cost * sum_cost / runs) / std::max(1.0, runs - 1)));
+  result.cost_standard_error = result.cost_stddev / std::sqrt(runs);
+  result.mean_interruptions = sum_interruptions / runs;
+  result.predicted_cost = figures.cost;
   return result;
 }
 

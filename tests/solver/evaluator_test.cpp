@@ -152,6 +152,106 @@ TEST(Evaluator, RunningPhaseContinuesWithoutStartupOnlyWithTheSameWorkers) {
   EXPECT_GT(restarted.cost, same.cost);
 }
 
+// The small variant alone on t4, made spot: 0.5 interruptions per worker-hour, a restart of
+// 1 s (no startup; a 50 MB checkpoint read at 50 MB/s). Figures worked out from
+// docs/depl-model.md section 2 (and P_time by an independent scan of Chernoff's exponent).
+Problem spot_problem() {
+  Problem p = hand_problem();
+  p.pools[1].capacity_type = CapacityType::Spot;
+  p.pools[1].interruptions_per_hour = 0.5;
+  p.models[1].checkpoint_bytes = 5e7;
+  p.target.loss = 1.1;
+  return p;
+}
+
+TEST(Evaluator, SpotPhaseByHand) {
+  Problem p = spot_problem();
+  const Plan plan{{0}, {{1, 2, 1, 1}}};
+  Figures f = evaluate(p, plan);
+  ASSERT_EQ(f.phases.size(), 1u);
+  const PhaseFigures& ph = f.phases[0];
+  // epoch_s = 10000 * 0.5 / 100 = 50 s; Lambda = 0.5 / 3600 per s; R = 1 s;
+  // E[Y] = (exp(Lambda * 50) - 1) * (1 / Lambda + 1).
+  EXPECT_NEAR(ph.epoch_seconds, 50, 1e-12);
+  EXPECT_NEAR(ph.interruptions_per_hour, 0.5, 1e-15);
+  EXPECT_NEAR(ph.restart_seconds, 1, 1e-15);
+  EXPECT_NEAR(ph.expected_epoch_seconds, 50.180982300369529, 1e-11);
+  EXPECT_NEAR(ph.interruptions, 0.013937226024265944, 1e-15);
+  // staging 1e9 / 5e7 = 20 s, then two epochs.
+  EXPECT_NEAR(f.duration_seconds, 120.36196460073906, 1e-10);
+  EXPECT_NEAR(f.cost, 0.012036196460073905, 1e-15);
+  EXPECT_DOUBLE_EQ(f.on_time_probability, 1);  // no deadline
+  EXPECT_TRUE(f.feasible);
+
+  p.target.deadline_seconds = 150;
+  f = evaluate(p, plan);
+  EXPECT_NEAR(f.on_time_probability, 0.919250935468526, 1e-9);
+  EXPECT_NEAR(f.probability, f.loss_probability * f.on_time_probability, 1e-15);
+  EXPECT_NEAR(f.kappa, normal_quantile(0.9 / f.on_time_probability), 1e-12);
+  EXPECT_TRUE(f.feasible) << f.violations.front();
+
+  // Too likely to be late: the deadline is named; the loss alone still meets the promise.
+  p.target.deadline_seconds = 130;
+  f = evaluate(p, plan);
+  EXPECT_NEAR(f.on_time_probability, 0.453539082773659, 1e-9);
+  ASSERT_EQ(f.violations.size(), 1u);
+  EXPECT_EQ(f.violations[0].rfind("deadline: P(done by 130 s) = 0.4535 <= 0.9", 0), 0u)
+      << f.violations[0];
+  EXPECT_TRUE(f.meets_guarantee);
+}
+
+// The deadline takes its share of the promise: a loss reaching the target with probability 0.95
+// is enough without a deadline, not when the plan is on time with probability 0.919.
+TEST(Evaluator, DeadlineRiskTightensTheGuarantee) {
+  Problem p = spot_problem();
+  const Plan plan{{0}, {{1, 2, 1, 1}}};
+  const Figures before = evaluate(p, plan);
+  p.target.loss = before.loss_mean + normal_quantile(0.95) * before.loss_stddev;
+  Figures f = evaluate(p, plan);
+  EXPECT_TRUE(f.feasible);
+  EXPECT_NEAR(f.probability, 0.95, 1e-12);
+  p.target.deadline_seconds = 150;
+  f = evaluate(p, plan);
+  EXPECT_FALSE(f.meets_guarantee);
+  ASSERT_EQ(f.violations.size(), 1u);
+  EXPECT_NE(f.violations[0].find("P(on time) 0.9193"), std::string::npos) << f.violations[0];
+  EXPECT_NEAR(f.probability, 0.95 * 0.919250935468526, 1e-9);
+  // On-demand capacity is never interrupted: the same plan there is on time for sure.
+  p.pools[1].interruptions_per_hour = 0;
+  f = evaluate(p, plan);
+  EXPECT_TRUE(f.feasible);
+  EXPECT_DOUBLE_EQ(f.on_time_probability, 1);
+  EXPECT_NEAR(f.duration_seconds, 120, 1e-12);
+}
+
+// Chernoff's bound is a lower bound on the probability of finishing in time, and it tightens as
+// the deadline moves out; the expected epoch grows with the rate.
+TEST(Evaluator, OnTimeProbabilityIsMonotoneAndBelowOne) {
+  EpochInterruptions e;
+  e.rate = 2.0 / 3600;
+  e.restart_seconds = 120;
+  e.epoch_seconds = 600;
+  DurationTerms terms;
+  terms.fixed_seconds = 100;
+  terms.phases.emplace_back(20, e);
+  const double expected = 100 + 20 * e.expected_seconds();
+  double previous = 0;
+  for (double deadline : {expected * 0.99, expected * 1.1, expected * 1.3, expected * 2}) {
+    const double p = on_time_probability(terms, deadline);
+    EXPECT_GE(p, previous);
+    EXPECT_LT(p, 1);
+    previous = p;
+  }
+  EXPECT_EQ(on_time_probability(terms, expected * 0.99), 0);
+  EXPECT_GT(previous, 0.99);
+  EpochInterruptions more = e;
+  more.rate *= 2;
+  EXPECT_GT(more.expected_seconds(), e.expected_seconds());
+  EXPECT_NEAR(e.log_mgf(0), 0, 1e-15);
+  EXPECT_TRUE(std::isinf(e.log_mgf(e.divergence() * 1.01)));
+  EXPECT_TRUE(std::isfinite(e.log_mgf(e.divergence() * 0.99)));
+}
+
 TEST(Normal, QuantileInvertsCdf) {
   for (double q : {1e-10, 1e-4, 0.01, 0.3, 0.5, 0.9, 0.95, 0.999, 1 - 1e-9}) {
     EXPECT_NEAR(normal_cdf(normal_quantile(q)), q, 1e-14 + q * 1e-12) << q;

@@ -127,6 +127,7 @@ spec:
   EXPECT_DOUBLE_EQ(job->datasets[0].size_bytes, 0);
   EXPECT_TRUE(job->datasets[0].locality.empty());
   EXPECT_EQ(job->models[0].gpus_per_worker, 1);
+  EXPECT_DOUBLE_EQ(job->models[0].checkpoint_bytes, 0);  // twice parameterBytes
   EXPECT_DOUBLE_EQ(job->models[0].loss.reference_samples, 1000);
   EXPECT_DOUBLE_EQ(job->models[0].loss.data_exponent, 0);
   EXPECT_TRUE(job->switching.empty());
@@ -159,11 +160,14 @@ TEST(ParseJob, QuantityStringsAndPlainNumbersAreBothAccepted) {
   job["spec"]["datasets"][0]["sizeBytes"] = "1.25G";
   job["spec"]["datasets"][1]["sizeBytes"] = 1024;
   job["spec"]["models"][0]["parameterBytes"] = "1Mi";
+  job["spec"]["models"][1]["checkpointBytes"] = "3Mi";
   auto parsed = parse_job_json(job);
   ASSERT_TRUE(parsed.has_value()) << parsed.error().joined();
   EXPECT_DOUBLE_EQ(parsed->datasets[0].size_bytes, 1.25e9);
   EXPECT_DOUBLE_EQ(parsed->datasets[1].size_bytes, 1024);
   EXPECT_DOUBLE_EQ(parsed->models[0].parameter_bytes, 1024.0 * 1024);
+  EXPECT_DOUBLE_EQ(parsed->models[0].checkpoint_bytes, 2 * 1024.0 * 1024);
+  EXPECT_DOUBLE_EQ(parsed->models[1].checkpoint_bytes, 3 * 1024.0 * 1024);
 }
 
 TEST(ParseJob, OperatorOnlyFieldsAreAcceptedAndIgnored) {
@@ -557,6 +561,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "pools[1].storageBandwidthBytesPerSecond: must be > 0, got -5"},
         RuleCase{"Startup", "/pools/0/startupSeconds", json(-1),
                  "pools[0].startupSeconds: must be >= 0, got -1"},
+        RuleCase{"CapacityType", "/pools/0/capacityType", json("Preemptible"),
+                 "pools[0].capacityType: must be OnDemand or Spot, got \"Preemptible\""},
+        RuleCase{"CapacityTypeHint", "/pools/0/capacityType", json("spot"),
+                 "pools[0].capacityType: must be OnDemand or Spot, got \"spot\" (did you mean "
+                 "\"Spot\"?)"},
+        RuleCase{"InterruptionsPerHour", "/pools/1/interruptionsPerHour", json(-0.5),
+                 "pools[1].interruptionsPerHour: must be >= 0, got -0.5"},
         RuleCase{"InterPoolShape", "/pools/1/interPool", json::array({"a100"}),
                  "pools[1].interPool: must be a mapping, got a list"},
         RuleCase{"InterPoolBandwidth", "/pools/1/interPool/a100", json(0),
@@ -583,6 +594,27 @@ pools:
   EXPECT_EQ((*pools)[1].gpus, 0);  // all busy: explicit gpus is what is free
   EXPECT_DOUBLE_EQ((*pools)[0].startup_seconds, 0);
   EXPECT_TRUE((*pools)[0].inter_pool.empty());
+  EXPECT_EQ((*pools)[0].capacity_type, CapacityType::OnDemand);
+  EXPECT_DOUBLE_EQ((*pools)[0].interruptions_per_hour, 0);
+}
+
+// A spot pool is interrupted at the documented default rate unless it says its own.
+TEST(ParsePools, CapacityTypeAndInterruptionRate) {
+  auto pools = parse_pools_yaml(R"(
+pools:
+  - {name: s1, gpuType: x, gpus: 4, gpuGflops: 1, pricePerGpuHour: 0.3, capacityType: Spot,
+     bandwidthBytesPerSecond: 1G, storageBandwidthBytesPerSecond: 1G}
+  - {name: s2, gpuType: x, gpus: 4, gpuGflops: 1, pricePerGpuHour: 0.3, capacityType: Spot,
+     interruptionsPerHour: 0.8, bandwidthBytesPerSecond: 1G, storageBandwidthBytesPerSecond: 1G}
+  - {name: od, gpuType: x, gpus: 4, gpuGflops: 1, pricePerGpuHour: 1, capacityType: OnDemand,
+     interruptionsPerHour: 0.01, bandwidthBytesPerSecond: 1G, storageBandwidthBytesPerSecond: 1G}
+)");
+  ASSERT_TRUE(pools.has_value()) << pools.error().joined();
+  EXPECT_EQ((*pools)[0].capacity_type, CapacityType::Spot);
+  EXPECT_DOUBLE_EQ((*pools)[0].interruptions_per_hour, kDefaultSpotInterruptionsPerHour);
+  EXPECT_DOUBLE_EQ((*pools)[1].interruptions_per_hour, 0.8);
+  EXPECT_EQ((*pools)[2].capacity_type, CapacityType::OnDemand);
+  EXPECT_DOUBLE_EQ((*pools)[2].interruptions_per_hour, 0.01);
 }
 
 TEST(ParsePools, EmptyListParsesButCannotBeCombined) {

@@ -79,6 +79,52 @@ TEST(Simulate, GaussianAgreesWithEvaluatorWithinWilsonInterval) {
   EXPECT_GE(covered, 3);
 }
 
+// Sampled interruptions (section 5): on spot pools a run's duration and cost are drawn. The
+// mean cost is the evaluator's expected cost (within a few standard errors), and the share of
+// runs that reach the target by the deadline is at least the promised probability (P_time is
+// Chernoff's lower bound) within 3 standard errors. The losses are the same draws as on
+// on-demand pools.
+TEST(Simulate, SpotRunsCostTheExpectedCostAndKeepTheDeadlinePromise) {
+  Problem p = base_problem();
+  for (auto& pool : p.pools) {
+    pool.capacity_type = CapacityType::Spot;
+    pool.interruptions_per_hour = 40;  // several per phase: the sampling matters
+    pool.startup_seconds = 3;
+  }
+  const Plan plan{{0}, {{1, 6, 1, 1}, {0, 5, 0, 4}}};
+  set_target_at(p, plan, 2.2);
+  Figures f = evaluate(p, plan);
+  ASSERT_GT(f.interruptions, 2.0);
+  // A deadline the plan meets with a probability near the promise.
+  double deadline = f.duration_seconds;
+  do {
+    deadline *= 1.01;
+    p.target.deadline_seconds = deadline;
+    f = evaluate(p, plan);
+  } while (f.on_time_probability < 0.97);
+  p.target.probability = 0.9;
+  f = evaluate(p, plan);
+  ASSERT_TRUE(f.feasible) << f.violations.front();
+  const int runs = 20'000;
+  const SimulationResult r = simulate(p, plan, {runs, 11, Noise::Gaussian});
+  EXPECT_NEAR(r.mean_cost, f.cost, 4 * r.cost_standard_error);
+  EXPECT_LT(std::abs(r.mean_cost - f.cost), 0.02 * f.cost);
+  EXPECT_GT(r.cost_stddev, 0);
+  EXPECT_NEAR(r.mean_interruptions, f.interruptions, 0.05 * f.interruptions);
+  EXPECT_DOUBLE_EQ(r.predicted_cost, f.cost);
+  const double se = std::sqrt(f.probability * (1 - f.probability) / runs);
+  EXPECT_GE(r.probability, f.probability - 3 * se);
+  EXPECT_GE(static_cast<double>(r.on_time) / runs, f.on_time_probability);
+  // The loss draws do not depend on the pools.
+  Problem on_demand = p;
+  for (auto& pool : on_demand.pools) pool.interruptions_per_hour = 0;
+  on_demand.target.deadline_seconds.reset();
+  const SimulationResult o = simulate(on_demand, plan, {runs, 11, Noise::Gaussian});
+  EXPECT_DOUBLE_EQ(o.mean_final_loss, r.mean_final_loss);
+  EXPECT_EQ(o.on_time, runs);
+  EXPECT_NEAR(o.mean_cost, evaluate(on_demand, plan).cost, 1e-12);
+}
+
 TEST(Simulate, SameSeedSameResultDifferentSeedDifferentRuns) {
   Problem p = base_problem();
   const Plan plan{{0}, {{1, 2, 1, 1}, {0, 2, 0, 1}}};

@@ -13,6 +13,13 @@ namespace depl::solver {
 
 enum class Guarantee { Gaussian, DistributionFree };
 
+// Whether a pool's capacity can be reclaimed while a phase runs (docs/depl-model.md section 1).
+enum class CapacityType { OnDemand, Spot };
+// The interruption rate a pool is given when nothing says otherwise, per worker-hour.
+inline constexpr double kDefaultSpotInterruptionsPerHour = 0.1;
+double default_interruptions_per_hour(CapacityType type);
+const char* to_string(CapacityType type);
+
 struct Target {
   double loss = 0;                              // L*
   double probability = 0.9;                     // p
@@ -45,6 +52,7 @@ struct ModelVariant {
   double parameter_bytes = 0;           // P_v
   int gpus_per_worker = 1;              // g_v
   LossProfile loss;
+  double checkpoint_bytes = 0;  // C_v, resolved at parse time (default 2 * P_v)
 };
 
 struct Switch {
@@ -75,6 +83,8 @@ struct Pool {
   std::map<std::string, double> inter_pool;  // source pool name -> bytes/s into this pool
   int nodes = 0;                         // informational (0 = not given)
   int gpus_per_node = 0;                 // informational (0 = not given)
+  CapacityType capacity_type = CapacityType::OnDemand;
+  double interruptions_per_hour = 0;  // lambda_k, per worker-hour
 };
 
 // Where a job already is when it is re-planned mid-run: the variant and pool of the phase that
