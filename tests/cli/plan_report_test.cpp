@@ -128,6 +128,37 @@ TEST(PlanTable, ShowsPhasesTotalsAndHumanUnits) {
   EXPECT_THAT(table, Not(HasSubstr("INFEASIBLE")));
 }
 
+// A phase on spot capacity: the pool says spot, the epoch shows its expectation with rework,
+// and the totals the expected interruptions and P(on time) against the deadline.
+TEST(PlanTable, SpotPhaseShowsInterruptionsAndTheChanceOfBeingOnTime) {
+  solver::Problem p = small_problem();
+  p.pools[1].capacity_type = solver::CapacityType::Spot;
+  p.pools[1].interruptions_per_hour = 0.5;
+  p.target.deadline_seconds = 240;  // about a minute of slack over the expected 2m 57s
+  const solver::SolveResult r = result_for(p, two_phase_plan());
+  ASSERT_TRUE(r.feasible) << r.figures.violations.front();
+  const std::string table = plan_to_table(p, r);
+  EXPECT_THAT(table, HasSubstr("t4-pool (NVIDIA-T4, spot)"));
+  EXPECT_THAT(table, HasSubstr("Duration (expected)"));
+  EXPECT_THAT(table, HasSubstr("Interruptions"));
+  EXPECT_THAT(table, HasSubstr("P(on time)"));
+  EXPECT_THAT(table, HasSubstr("P(target by deadline)"));
+  const nlohmann::json j = plan_to_json(p, r);
+  EXPECT_EQ(j["phases"][0].at("capacityType"), "Spot");
+  EXPECT_EQ(j["phases"][1].at("capacityType"), "OnDemand");
+  EXPECT_EQ(j["phases"][0].at("interruptionsPerHour").get<double>(),
+            r.figures.phases[0].interruptions_per_hour);
+  EXPECT_GT(j["phases"][0].at("expectedEpochSeconds").get<double>(),
+            j["phases"][0].at("epochSeconds").get<double>());
+  EXPECT_EQ(j.at("predicted").at("onTimeProbability").get<double>(), r.figures.on_time_probability);
+  EXPECT_LT(r.figures.on_time_probability, 1);
+  // On-demand only: none of it.
+  const std::string steady =
+      plan_to_table(small_problem(), result_for(small_problem(), two_phase_plan()));
+  EXPECT_THAT(steady, Not(HasSubstr("spot")));
+  EXPECT_THAT(steady, Not(HasSubstr("P(on time)")));
+}
+
 TEST(PlanTable, InfeasibleSaysWhy) {
   solver::Problem p = small_problem();
   p.target.budget = 0.01;

@@ -51,5 +51,27 @@ TEST(NoiseNames, RoundTripAndReject) {
   EXPECT_THAT(bad.error().message, HasSubstr("--noise"));
 }
 
+// On spot pools the simulation draws interruptions: the report gives the simulated cost against
+// the model's and the runs done by the deadline.
+TEST(SimulationTable, SpotPlanReportsCostAndDeadline) {
+  solver::Problem p = testing::small_problem();
+  p.pools[1].capacity_type = solver::CapacityType::Spot;
+  p.pools[1].interruptions_per_hour = 30;
+  p.target.deadline_seconds = 3600;
+  const solver::SolveResult r = testing::result_for(p, testing::two_phase_plan());
+  const solver::SimulationOptions options{2'000, 3, solver::Noise::Gaussian};
+  const solver::SimulationResult s = solver::simulate(p, r.plan, options);
+  ASSERT_GT(s.mean_interruptions, 0);
+  const std::string table = simulation_to_table(p, r, options, s);
+  EXPECT_THAT(table, HasSubstr("Reached the target by the deadline"));
+  EXPECT_THAT(table, HasSubstr("Interruptions:"));
+  EXPECT_THAT(table, HasSubstr("Cost:"));
+  const nlohmann::json j = simulation_to_json(p, r, options, s);
+  EXPECT_EQ(j.at("meanCost").get<double>(), s.mean_cost);
+  EXPECT_EQ(j.at("predictedCost").get<double>(), r.figures.cost);
+  EXPECT_EQ(j.at("onTime"), s.on_time);
+  EXPECT_EQ(j.at("meanInterruptions").get<double>(), s.mean_interruptions);
+}
+
 }  // namespace
 }  // namespace depl::cli

@@ -79,6 +79,11 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
                         {"startupSeconds", pf.startup_seconds},
                         {"stagingSeconds", pf.staging_seconds},
                         {"switchSeconds", pf.switch_seconds},
+                        {"capacityType", solver::to_string(pool.capacity_type)},
+                        {"interruptionsPerHour", pf.interruptions_per_hour},
+                        {"restartSeconds", pf.restart_seconds},
+                        {"expectedEpochSeconds", pf.expected_epoch_seconds},
+                        {"interruptions", pf.interruptions},
                         {"seconds", pf.seconds},
                         {"cost", pf.cost},
                         {"lossMean", pf.loss_mean},
@@ -93,6 +98,9 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
                       {"lossMean", figures.loss_mean},
                       {"lossStddev", figures.loss_stddev},
                       {"probability", figures.probability},
+                      {"lossProbability", figures.loss_probability},
+                      {"onTimeProbability", figures.on_time_probability},
+                      {"interruptions", figures.interruptions},
                       {"kappa", figures.kappa},
                       {"lossBound", figures.loss_mean + figures.kappa * figures.loss_stddev},
                       {"meetsGuarantee", figures.meets_guarantee}};
@@ -182,11 +190,22 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
       const solver::Pool& pool = problem.pools[ph.pool];
       const std::string workers = fmt::format("{} x {} {}", ph.workers, model.gpus_per_worker,
                                               model.gpus_per_worker == 1 ? "GPU" : "GPUs");
-      const std::string pool_label =
-          pool.gpu_type.empty() ? pool.name : fmt::format("{} ({})", pool.name, pool.gpu_type);
+      std::string pool_label = pool.name;
+      if (!pool.gpu_type.empty() || pool.capacity_type == solver::CapacityType::Spot) {
+        std::string what = pool.gpu_type;
+        if (pool.capacity_type == solver::CapacityType::Spot) {
+          what += (what.empty() ? "" : ", ") + std::string("spot");
+        }
+        pool_label = fmt::format("{} ({})", pool.name, what);
+      }
+      // With interruptions the epoch's time is its expectation, rework and restarts included.
+      const std::string epoch_time =
+          pf.interruptions_per_hour > 0 ? fmt::format("{} (~{})", format_duration(pf.epoch_seconds),
+                                                      format_duration(pf.expected_epoch_seconds))
+                                        : format_duration(pf.epoch_seconds);
       table.add_row({std::to_string(i + 1), model.name, pool_label, workers,
-                     std::to_string(ph.epochs), format_duration(pf.epoch_seconds),
-                     format_duration(pf.seconds), format_money(pf.cost),
+                     std::to_string(ph.epochs), epoch_time, format_duration(pf.seconds),
+                     format_money(pf.cost),
                      fmt::format("{:.4g} ± {:.2g}", pf.loss_mean,
                                  std::sqrt(std::max(0.0, pf.loss_variance)))});
     }
@@ -200,10 +219,20 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
   TextTable totals({"", "PREDICTED", "REQUIRED"});
   totals.add_row({"Cost", format_money(figures.cost),
                   target.budget ? fmt::format("<= {}", format_money(*target.budget)) : "-"});
-  totals.add_row({"Duration", format_duration(figures.duration_seconds),
-                  target.deadline_seconds
-                      ? fmt::format("<= {}", format_duration(*target.deadline_seconds))
-                      : "-"});
+  const bool interrupted = figures.interruptions > 0;
+  totals.add_row(
+      {interrupted ? "Duration (expected)" : "Duration", format_duration(figures.duration_seconds),
+       target.deadline_seconds ? fmt::format("<= {}{}", format_duration(*target.deadline_seconds),
+                                             interrupted ? " (by chance, below)" : "")
+                               : "-"});
+  if (interrupted) {
+    totals.add_row({"Interruptions", fmt::format("{:.3g} expected", figures.interruptions),
+                    "rework and restarts are in the time and cost"});
+    if (target.deadline_seconds) {
+      totals.add_row({"P(on time)", format_probability(figures.on_time_probability),
+                      fmt::format("> {}", target.probability)});
+    }
+  }
   // The guarantee compares mean + kappa * sd with the target: show that bound, not only the mean.
   totals.add_row(
       {"Loss",
@@ -211,7 +240,8 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
                    figures.loss_stddev, figures.loss_mean + figures.kappa * figures.loss_stddev,
                    figures.kappa),
        fmt::format("bound <= {:.4g}", target.loss)});
-  totals.add_row({"P(target)", format_probability(figures.probability),
+  totals.add_row({figures.on_time_probability < 1 ? "P(target by deadline)" : "P(target)",
+                  format_probability(figures.probability),
                   fmt::format(">= {} ({})", target.probability, guarantee_name(target.guarantee))});
   out += totals.render(2);
   if (feasible &&

@@ -43,6 +43,13 @@ nlohmann::json simulation_to_json(const solver::Problem& problem, const solver::
       {"noise", noise_name(options.noise)},
       {"meanFinalLoss", simulation.mean_final_loss},
       {"predictedLossMean", figures.loss_mean},
+      {"onTime", simulation.on_time},
+      {"meanSeconds", simulation.mean_seconds},
+      {"meanCost", simulation.mean_cost},
+      {"costStandardError", simulation.cost_standard_error},
+      {"costStddev", simulation.cost_stddev},
+      {"predictedCost", simulation.predicted_cost},
+      {"meanInterruptions", simulation.mean_interruptions},
       {"requiredProbability", problem.target.probability},
       {"consistent", prediction_inside(simulation)},
       {"plan", plan_to_json(problem, result, timing)},
@@ -63,8 +70,20 @@ std::string simulation_to_table(const solver::Problem& problem, const solver::So
                  fmt::format("[{:.4f}, {:.4f}]", s.interval_low, s.interval_high),
                  fmt::format("{:.5g}", s.mean_final_loss)});
   out += table.render(2);
-  out += fmt::format("\n  Reached the target in {} of {} runs (standard error {:.4f}).\n",
+  const bool interrupted = figures.interruptions > 0;
+  out += fmt::format("\n  Reached the target{} in {} of {} runs (standard error {:.4f}).\n",
+                     interrupted && problem.target.deadline_seconds ? " by the deadline" : "",
                      format_count(s.reached), format_count(s.runs), s.standard_error);
+  if (interrupted) {
+    out += fmt::format(
+        "  Interruptions: {:.3g} per run on average ({:.3g} predicted); done by the deadline in "
+        "{} runs.\n  Cost: {} on average (predicted {}; standard error {}, one run's spread "
+        "{}); duration {} on average.\n",
+        s.mean_interruptions, figures.interruptions, format_count(s.on_time),
+        format_money(s.mean_cost), format_money(s.predicted_cost),
+        format_money(s.cost_standard_error), format_money(s.cost_stddev),
+        format_duration(s.mean_seconds));
+  }
   if (prediction_inside(s)) {
     out += "  The prediction lies inside the simulated 95% interval.\n";
   } else {
