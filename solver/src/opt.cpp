@@ -5,11 +5,13 @@
 // the best feasible plan cannot lead to a better one.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "algorithms.hpp"
 #include "explain.hpp"
+#include "plan_scorer.hpp"
 
 namespace depl::solver::internal {
 namespace {
@@ -203,6 +205,16 @@ class Exhaustive {
     c.score.variance = final_.variance;
     c.score.deadline = !t.deadline_seconds || seconds <= *t.deadline_seconds;
     c.score.budget = !t.budget || cost <= *t.budget;
+    if (t.deadline_seconds && interrupted_ && c.score.deadline) {
+      // The deadline is a chance constraint that takes its share of the promise, and the
+      // guarantee above was met at p, a relaxation of p / P_time: the exact score, for the plans
+      // that could become the best (Chernoff's bound is not cheap; the others cannot be chosen).
+      if (!best || better(c, *best)) {
+        c.score = score_plan(ctx_, data_, current_);
+      } else {
+        c.score.deadline = false;
+      }
+    }
     if (!findings.cheapest || better(c, *findings.cheapest)) findings.cheapest = c;
     if (!findings.fastest || seconds < findings.fastest->score.seconds) findings.fastest = c;
     if (c.score.deadline && (!findings.deadline_best || better(c, *findings.deadline_best))) {
@@ -213,6 +225,9 @@ class Exhaustive {
 
   const SearchContext& ctx_;
   SolveStats& stats_;
+  // Some pool is interrupted (docs/depl-model.md section 2).
+  bool interrupted_ = std::any_of(ctx_.problem->pools.begin(), ctx_.problem->pools.end(),
+                                  [](const Pool& p) { return p.interruptions_per_hour > 0; });
   SelectionData data_;
   std::vector<std::vector<Placement>> placements_;
   std::vector<double> fixed_lb_, epoch_lb_, rest_lb_;

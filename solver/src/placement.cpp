@@ -1,6 +1,7 @@
 #include "placement.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "depl/solver/evaluator.hpp"
@@ -20,7 +21,12 @@ std::vector<Placement> feasible_placements(const Problem& problem, std::size_t m
       p.pool = k;
       p.workers = n;
       p.rate = n * v.gpus_per_worker * pool.price_per_gpu_hour / 3600.0;
-      p.epoch_seconds = epoch_seconds(problem, v, pool, n, samples);
+      // On spot pools the expected epoch, rework and restarts included (docs/depl-model.md
+      // section 2): the graph's cost is then the plan's expected cost, and its time the
+      // expected duration, a relaxation of the deadline's chance constraint.
+      const double uninterrupted = epoch_seconds(problem, v, pool, n, samples);
+      p.epoch_seconds = epoch_interruptions(v, pool, n, uninterrupted).expected_seconds();
+      if (!std::isfinite(p.epoch_seconds)) continue;  // interrupted too often to finish an epoch
       out.push_back(p);
     }
   }

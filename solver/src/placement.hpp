@@ -15,7 +15,9 @@ struct Placement {
   std::size_t pool = 0;
   int workers = 1;
   double rate = 0;           // currency per second while the phase runs: n * g_v * pi_k / 3600
-  double epoch_seconds = 0;  // compute + all-reduce for one epoch on the selection's samples
+  // Compute + all-reduce for one epoch on the selection's samples; on a pool with interruptions
+  // its expectation, rework and restarts included.
+  double epoch_seconds = 0;
   double epoch_cost() const { return rate * epoch_seconds; }
 };
 

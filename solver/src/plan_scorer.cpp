@@ -4,6 +4,26 @@
 
 namespace depl::solver::internal {
 
+namespace {
+
+// The plan's duration as the independent terms Chernoff's bound takes (evaluate()'s terms).
+DurationTerms duration_terms(const SearchContext& ctx, const SelectionData& data, const Plan& plan,
+                             double fixed_seconds) {
+  const Problem& problem = *ctx.problem;
+  DurationTerms terms;
+  terms.fixed_seconds = fixed_seconds;
+  for (const Phase& ph : plan.phases) {
+    const ModelVariant& model = problem.models[ph.model];
+    const Pool& pool = problem.pools[ph.pool];
+    const double uninterrupted = epoch_seconds(problem, model, pool, ph.workers, data.samples);
+    terms.phases.emplace_back(ph.epochs,
+                              epoch_interruptions(model, pool, ph.workers, uninterrupted));
+  }
+  return terms;
+}
+
+}  // namespace
+
 Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan& plan) {
   const Problem& problem = *ctx.problem;
   const Training& tr = problem.training;
@@ -14,6 +34,8 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
   int previous_model = ctx.start_model;
   int previous_pool = ctx.start_pool;
   int epochs = 0;
+  bool interrupted = false;
+  double fixed_seconds = 0;
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
     const Phase& ph = plan.phases[i];
     const ModelVariant& model = problem.models[ph.model];
@@ -39,8 +61,13 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
                                  ? data.staging_seconds[ph.pool]
                                  : 0.0;
     const double startup_s = continues ? 0.0 : pool.startup_seconds;
-    const double epoch_s = epoch_seconds(problem, model, pool, ph.workers, data.samples);
-    const double seconds = startup_s + staging_s + switch_s + ph.epochs * epoch_s;
+    const double uninterrupted = epoch_seconds(problem, model, pool, ph.workers, data.samples);
+    const EpochInterruptions interruptions =
+        epoch_interruptions(model, pool, ph.workers, uninterrupted);
+    interrupted = interrupted || interruptions.rate > 0;
+    const double fixed = startup_s + staging_s + switch_s;
+    const double seconds = fixed + ph.epochs * interruptions.expected_seconds();
+    fixed_seconds += fixed;
     const double n = ph.workers;
     score.cost += n * model.gpus_per_worker * pool.price_per_gpu_hour * seconds / 3600.0;
     score.seconds += seconds;
@@ -57,10 +84,23 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
   score.structural = structural;
   score.mean = state.mean;
   score.variance = state.variance;
-  score.guarantee = meets(ctx.kappa, problem.target.loss, state.mean, state.variance);
+  // The deadline: a hard bound on the duration without interruptions; with them a chance
+  // constraint that takes its share of the promise (EXP asks only the expected duration).
+  double on_time = 1;
   if (problem.target.deadline_seconds) {
-    score.deadline = score.seconds <= *problem.target.deadline_seconds;
+    const double deadline = *problem.target.deadline_seconds;
+    if (interrupted && ctx.kappa > 0) {
+      on_time = on_time_probability(duration_terms(ctx, data, plan, fixed_seconds), deadline);
+      score.deadline = on_time > problem.target.probability;
+      if (!score.deadline) on_time = 1;  // judged on the loss alone, as evaluate() does
+    } else {
+      score.deadline = score.seconds <= deadline;
+    }
   }
+  const double kappa = on_time < 1
+                           ? guarantee_kappa(problem.target, problem.target.probability / on_time)
+                           : ctx.kappa;
+  score.guarantee = meets(kappa, problem.target.loss, state.mean, state.variance);
   if (problem.target.budget) score.budget = score.cost <= *problem.target.budget;
   return score;
 }

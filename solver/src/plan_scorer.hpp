@@ -1,5 +1,6 @@
-// Internal to the solver: the evaluator's arithmetic without its reporting (no strings, no
-// allocation), for searches that score many candidate plans. Agrees with evaluate() bit for bit
+// Internal to the solver: the evaluator's arithmetic without its reporting (no strings; no
+// allocation but for a deadline on pools with interruptions), for searches that score many
+// candidate plans. Agrees with evaluate() bit for bit
 // (tests/solver/plan_scorer_test.cpp); every plan solve() returns still goes through evaluate().
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "search_context.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace depl::solver::internal {
@@ -32,6 +33,29 @@ SearchContext make_context(const Problem& problem, double kappa, BudgetMeter* me
   return ctx;
 }
 
+namespace {
+
+// The Pareto placements. With a deadline and pools with interruptions, time on such a pool is
+// riskier than its expectation says: its placements never replace steady ones (a plan may want
+// those for its last epochs), so the two kinds are filtered apart.
+std::vector<Placement> kept_placements(const Problem& problem, const std::vector<Placement>& all,
+                                       const std::vector<double>& staging_seconds) {
+  const bool interrupted = std::any_of(problem.pools.begin(), problem.pools.end(),
+                                       [](const Pool& p) { return p.interruptions_per_hour > 0; });
+  if (!problem.target.deadline_seconds || !interrupted) {
+    return pareto_placements(problem, all, staging_seconds);
+  }
+  std::vector<Placement> steady, risky;
+  for (const Placement& p : all) {
+    (problem.pools[p.pool].interruptions_per_hour > 0 ? risky : steady).push_back(p);
+  }
+  std::vector<Placement> kept = pareto_placements(problem, steady, staging_seconds);
+  for (Placement& p : pareto_placements(problem, risky, staging_seconds)) kept.push_back(p);
+  return kept;
+}
+
+}  // namespace
+
 SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::size_t> datasets) {
   const Problem& problem = *ctx.problem;
   SelectionData data;
@@ -62,7 +86,7 @@ void fill_placements(const SearchContext& ctx, SelectionData& data) {
   data.pareto.resize(problem.models.size());
   for (std::size_t v = 0; v < problem.models.size(); ++v) {
     const std::vector<Placement> all = feasible_placements(problem, v, data.samples);
-    data.pareto[v] = pareto_placements(problem, all, data.staging_seconds);
+    data.pareto[v] = kept_placements(problem, all, data.staging_seconds);
     // Continuing the running phase costs no startup: that placement is always a candidate.
     for (const Placement& p : all) {
       if (!problem.continues_start(0, v, p.pool, p.workers)) continue;

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "algorithms.hpp"
 #include "dataset_selection.hpp"
 #include "explain.hpp"
 #include "lower_bound.hpp"
+#include "plan_scorer.hpp"
 
 namespace depl::solver {
 
@@ -227,6 +229,73 @@ void certify(const Problem& problem, const SolveOptions& options, double kappa, 
   result.certificate.complete = bound.complete;
 }
 
+namespace {
+
+bool has_interruptions(const Problem& problem) {
+  return std::any_of(problem.pools.begin(), problem.pools.end(),
+                     [](const Pool& p) { return p.interruptions_per_hour > 0; });
+}
+
+}  // namespace
+
+// DepL's search prices interruptions exactly in its cost but weighs the deadline by the expected
+// duration, and the guarantee at p rather than at p / P_time (docs/depl-model.md section 3,
+// "Spot pools in the search"): its plan may fail the evaluator's chance constraint where
+// another is feasible. So on pools with interruptions it also searches variants of the problem
+// whose plans meet the promise more surely (the pools without interruptions alone; with a
+// deadline, a tighter deadline and a larger loss probability), judges every plan found by the
+// exact evaluator on the real problem, and returns the cheapest feasible one.
+SolveResult solve_depl_with_interruptions(const Problem& problem, const SolveOptions& options,
+                                           BudgetMeter& meter) {
+  SolveResult result =
+      solve_depl(problem, options, Algorithm::DepL, guarantee_kappa(problem.target), meter);
+  if (!has_interruptions(problem)) return result;
+  std::vector<Problem> variants;
+  {
+    Problem steady = problem;
+    for (Pool& pool : steady.pools) {
+      if (pool.interruptions_per_hour > 0) pool.gpus = 0;
+    }
+    variants.push_back(std::move(steady));
+  }
+  if (problem.target.deadline_seconds) {
+    // (share of the promise given to time, deadline's factor)
+    constexpr std::pair<double, double> kTightenings[] = {{0.99, 0.95}, {0.95, 0.85}};
+    for (const auto& [time_share, factor] : kTightenings) {
+      const double probability = problem.target.probability / time_share;
+      if (!(probability < 1)) continue;
+      Problem tighter = problem;
+      tighter.target.probability = probability;
+      tighter.target.deadline_seconds = *problem.target.deadline_seconds * factor;
+      variants.push_back(std::move(tighter));
+    }
+  }
+  for (const Problem& variant : variants) {
+    SolveResult other =
+        solve_depl(variant, options, Algorithm::DepL, guarantee_kappa(variant.target), meter);
+    result.stats.dataset_sets += other.stats.dataset_sets;
+    result.stats.placements += other.stats.placements;
+    result.stats.graph_states += other.stats.graph_states;
+    result.stats.plans_checked += other.stats.plans_checked;
+    if (!other.feasible) continue;
+    Figures figures = evaluate(problem, other.plan);
+    ++result.stats.plans_checked;
+    if (!figures.feasible) continue;
+    if (result.feasible &&
+        !better_plan(figures.cost, figures.duration_seconds, other.plan.phases.size(),
+                     result.figures.cost, result.figures.duration_seconds,
+                     result.plan.phases.size())) {
+      continue;
+    }
+    result.feasible = true;
+    result.plan = std::move(other.plan);
+    result.figures = std::move(figures);
+    result.reason.clear();
+    result.infeasibility = Infeasibility{};
+  }
+  return result;
+}
+
 }  // namespace internal
 
 const char* to_string(BudgetStop stop) {
@@ -262,7 +331,7 @@ Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options)
   double kappa = guarantee_kappa(problem.target);
   switch (options.algorithm) {
     case Algorithm::DepL:
-      result = internal::solve_depl(problem, options, Algorithm::DepL, kappa, meter);
+      result = internal::solve_depl_with_interruptions(problem, options, meter);
       break;
     case Algorithm::Exp:
       kappa = 0;

@@ -1,0 +1,135 @@
+// depl-spot-bench: DepL with spot pools (docs/depl-model.md sections 2, 3 and 5). Every pool of a
+// paper-like instance (tests/solver/support/instance_families.hpp) gets a spot twin at 30% of its
+// price, interrupted 0.1 to 1 times per worker-hour (seeded). Reports, per instance, DepL's cost
+// on the on-demand pools alone and with the twins, without a deadline and with one at 1.1 times
+// the on-demand plan's duration; and for the plan with the deadline, a Monte Carlo with sampled
+// interruptions: the share of runs that reach the target by the deadline against the promise,
+// and the mean cost against the model's expected cost. A report, not a timed test.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "depl/solver/simulate.hpp"
+#include "depl/solver/solve.hpp"
+#include "support/instance_families.hpp"
+
+namespace {
+
+using namespace depl::solver;
+
+Problem with_spot_twins(Problem p, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> rate(0.1, 1.0);
+  const std::size_t on_demand = p.pools.size();
+  for (std::size_t k = 0; k < on_demand; ++k) {
+    Pool spot = p.pools[k];
+    spot.name += "-spot";
+    spot.price_per_gpu_hour *= 0.3;
+    spot.capacity_type = CapacityType::Spot;
+    spot.interruptions_per_hour = rate(rng);
+    p.pools.push_back(std::move(spot));
+  }
+  return p;
+}
+
+// Share of the plan's GPU-seconds on spot pools (expected).
+double spot_share(const Problem& p, const SolveResult& r) {
+  double spot = 0, all = 0;
+  for (std::size_t i = 0; i < r.plan.phases.size(); ++i) {
+    const Phase& ph = r.plan.phases[i];
+    const double gpu_seconds =
+        ph.workers * p.models[ph.model].gpus_per_worker * r.figures.phases[i].seconds;
+    all += gpu_seconds;
+    if (p.pools[ph.pool].interruptions_per_hour > 0) spot += gpu_seconds;
+  }
+  return all > 0 ? spot / all : 0;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"DepL with spot pools: savings against on-demand and the Monte Carlo check"};
+  int instances = 20;
+  int runs = 20'000;
+  std::uint64_t seed = 1;
+  app.add_option("--instances", instances, "paper-like instances (default 20)");
+  app.add_option("--runs", runs, "Monte Carlo runs per plan (default 20000)");
+  app.add_option("--seed", seed, "first instance seed (default 1)");
+  CLI11_PARSE(app, argc, argv);
+
+  std::printf(
+      "| seed | p | on-demand cost | spot cost | saving | spot share | with deadline: cost | "
+      "saving | spot share | P(on time) | promise P | MC P(target by deadline) +- SE | MC >= "
+      "P - 3 SE | MC cost / model | solve ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+      "---|---|---|\n");
+  std::vector<double> savings, deadline_savings, cost_errors;
+  int below = 0, infeasible = 0, compared = 0;
+  for (std::uint64_t s = seed; s < seed + static_cast<std::uint64_t>(instances); ++s) {
+    Problem base = depl::testing::paper_like_instance(s);
+    for (ModelVariant& m : base.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+    auto od = solve(base);
+    if (!od || !od->feasible) continue;
+    const Problem spot = with_spot_twins(base, s);
+    auto sp = solve(spot);
+    Problem base_deadline = base;
+    base_deadline.target.deadline_seconds = 1.1 * od->figures.duration_seconds;
+    const Problem spot_deadline = with_spot_twins(base_deadline, s);
+    const auto start = std::chrono::steady_clock::now();
+    auto sd = solve(spot_deadline);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!sp || !sp->feasible || !sd || !sd->feasible) {
+      ++infeasible;
+      continue;
+    }
+    ++compared;
+    const double saving = 1 - sp->figures.cost / od->figures.cost;
+    const double saving_d = 1 - sd->figures.cost / od->figures.cost;
+    savings.push_back(saving);
+    deadline_savings.push_back(saving_d);
+    SimulationOptions so;
+    so.runs = runs;
+    so.seed = s;
+    so.noise = spot_deadline.target.guarantee == Guarantee::DistributionFree ? Noise::StudentT3
+                                                                             : Noise::Gaussian;
+    const SimulationResult mc = simulate(spot_deadline, sd->plan, so);
+    const double se = std::sqrt(sd->figures.probability * (1 - sd->figures.probability) / runs);
+    const bool ok = mc.probability >= sd->figures.probability - 3 * se;
+    below += !ok;
+    const double cost_ratio = mc.mean_cost / sd->figures.cost;
+    cost_errors.push_back(std::abs(cost_ratio - 1));
+    std::printf(
+        "| %llu | %.2g | %.3f | %.3f | %.1f%% | %.2f | %.3f | %.1f%% | %.2f | %.4f | %.4f | "
+        "%.4f +- %.4f | %s | %.4f | %.1f |\n",
+        static_cast<unsigned long long>(s), base.target.probability, od->figures.cost,
+        sp->figures.cost, 100 * saving, spot_share(spot, *sp), sd->figures.cost, 100 * saving_d,
+        spot_share(spot_deadline, *sd), sd->figures.on_time_probability, sd->figures.probability,
+        mc.probability, mc.standard_error, ok ? "yes" : "no", cost_ratio, ms);
+  }
+  std::sort(savings.begin(), savings.end());
+  std::sort(deadline_savings.begin(), deadline_savings.end());
+  std::printf(
+      "\n| metric | value |\n|---|---|\n| instances compared | %d (%d without a plan) |\n"
+      "| saving vs on-demand, no deadline: median / min | %.1f%% / %.1f%% |\n"
+      "| saving vs on-demand, deadline 1.1x: median / min | %.1f%% / %.1f%% |\n"
+      "| Monte Carlo below promise - 3 SE | %d |\n"
+      "| Monte Carlo mean cost vs model: median / max relative error | %.2f%% / %.2f%% |\n",
+      compared, infeasible, 100 * median(savings), savings.empty() ? 0.0 : 100 * savings.front(),
+      100 * median(deadline_savings),
+      deadline_savings.empty() ? 0.0 : 100 * deadline_savings.front(), below,
+      100 * median(cost_errors),
+      cost_errors.empty() ? 0.0 : 100 * *std::max_element(cost_errors.begin(), cost_errors.end()));
+  return below == 0 ? 0 : 1;
+}

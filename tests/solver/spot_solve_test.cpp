@@ -1,0 +1,126 @@
+// DepL and OPT with spot pools (docs/depl-model.md sections 2 and 3): every pool of a small
+// instance gets a spot twin at 30% of its price, interrupted 0.1 to 1 times per worker-hour.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "depl/solver/solve.hpp"
+#include "support/instance_families.hpp"
+
+namespace depl::solver {
+namespace {
+
+SolveResult run(const Problem& p, Algorithm a) {
+  SolveOptions o;
+  o.algorithm = a;
+  auto r = solve(p, o);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  return r ? *r : SolveResult{};
+}
+
+Problem with_spot_twins(Problem p, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> rate(0.1, 1.0);
+  for (ModelVariant& m : p.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+  const std::size_t on_demand = p.pools.size();
+  for (std::size_t k = 0; k < on_demand; ++k) {
+    Pool spot = p.pools[k];
+    spot.name += "-spot";
+    spot.price_per_gpu_hour *= 0.3;
+    spot.capacity_type = CapacityType::Spot;
+    spot.interruptions_per_hour = rate(rng);
+    p.pools.push_back(std::move(spot));
+  }
+  return p;
+}
+
+bool uses_spot(const Problem& p, const Plan& plan) {
+  return std::any_of(plan.phases.begin(), plan.phases.end(),
+                     [&](const Phase& ph) { return p.pools[ph.pool].interruptions_per_hour > 0; });
+}
+
+// DepL's plan on spot pools is feasible under the evaluator, never cheaper than OPT (which
+// scores the deadline's chance constraint exactly), never dearer than DepL's plan on the
+// on-demand pools alone, and at least 40% cheaper than it in the median (the target on
+// a family with spot at 30% of the price). A deadline at 1.05 times the on-demand plan's
+// duration leaves the spot plans little slack: they must take their share of the promise.
+TEST(SpotPools, DepLIsFeasibleNotBelowOptAndCheaperThanOnDemand) {
+  std::vector<double> ratios;
+  int compared = 0, with_deadline = 0, spot_with_deadline = 0;
+  for (int seed = 1; seed <= 24; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    Problem base = testing::small_instance(static_cast<std::uint64_t>(seed));
+    for (ModelVariant& m : base.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+    const SolveResult od = run(base, Algorithm::DepL);
+    if (!od.feasible) continue;
+    if (seed % 3 == 0) base.target.deadline_seconds = 1.05 * od.figures.duration_seconds;
+    const Problem spot = with_spot_twins(base, static_cast<std::uint64_t>(seed));
+    const SolveResult depl = run(spot, Algorithm::DepL);
+    const SolveResult opt = run(spot, Algorithm::Opt);
+    ASSERT_TRUE(depl.feasible) << depl.reason;
+    const Figures f = evaluate(spot, depl.plan);
+    EXPECT_TRUE(f.feasible) << (f.violations.empty() ? "" : f.violations.front());
+    EXPECT_DOUBLE_EQ(f.cost, depl.figures.cost);
+    EXPECT_LE(depl.figures.cost, od.figures.cost * (1 + 1e-9));
+    ASSERT_TRUE(opt.feasible) << opt.reason;
+    EXPECT_TRUE(evaluate(spot, opt.plan).feasible);
+    EXPECT_GE(depl.figures.cost, opt.figures.cost * (1 - 1e-9));
+    ++compared;
+    if (base.target.deadline_seconds) {
+      ++with_deadline;
+      spot_with_deadline += uses_spot(spot, depl.plan);
+      EXPECT_GT(f.on_time_probability, spot.target.probability);
+    } else {
+      ratios.push_back(depl.figures.cost / od.figures.cost);
+    }
+  }
+  ASSERT_GE(compared, 12);
+  ASSERT_GE(with_deadline, 4);
+  EXPECT_GT(spot_with_deadline, 0) << "a deadline should not rule spot out everywhere";
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_LE(ratios[ratios.size() / 2], 0.6);
+}
+
+// One pool and its spot twin (the same GPUs at 30% of the price), one worker: without a deadline
+// the job runs on spot; with a deadline barely above the on-demand plan's duration an
+// interruption on spot makes it late: the spot plan breaks the deadline's chance constraint and
+// the plan moves to on-demand, as OPT's does.
+TEST(SpotPools, TightDeadlineMovesThePlanToOnDemand) {
+  Problem base = testing::small_instance(4);
+  base.pools.resize(1);
+  base.training.min_workers = 1;
+  base.training.max_workers = 1;
+  for (Dataset& d : base.datasets) d.locality.clear();
+  for (ModelVariant& m : base.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+  Problem spot = with_spot_twins(base, 4);
+  spot.pools[1].interruptions_per_hour = 0.5;
+  const SolveResult free = run(spot, Algorithm::DepL);
+  ASSERT_TRUE(free.feasible) << free.reason;
+  EXPECT_EQ(free.plan.phases.size(),
+            static_cast<std::size_t>(std::count_if(free.plan.phases.begin(), free.plan.phases.end(),
+                                                   [](const Phase& ph) { return ph.pool == 1; })))
+      << "all on spot";
+  const SolveResult od = run(base, Algorithm::DepL);
+  ASSERT_TRUE(od.feasible);
+  spot.target.deadline_seconds = od.figures.duration_seconds * 1.001;
+  const Figures late = evaluate(spot, free.plan);
+  EXPECT_FALSE(late.feasible);
+  ASSERT_FALSE(late.violations.empty());
+  EXPECT_EQ(late.violations[0].rfind("deadline: P(done by", 0), 0u) << late.violations[0];
+  const SolveResult tight = run(spot, Algorithm::DepL);
+  ASSERT_TRUE(tight.feasible) << tight.reason;
+  EXPECT_GT(tight.figures.on_time_probability, spot.target.probability);
+  EXPECT_GT(tight.figures.cost, free.figures.cost);
+  EXPECT_LE(tight.figures.cost, od.figures.cost * (1 + 1e-9));
+  const SolveResult opt = run(spot, Algorithm::Opt);
+  ASSERT_TRUE(opt.feasible) << opt.reason;
+  EXPECT_GE(tight.figures.cost, opt.figures.cost * (1 - 1e-9));
+  // OPT agrees: every epoch goes to on-demand capacity.
+  EXPECT_FALSE(uses_spot(spot, tight.plan));
+  EXPECT_FALSE(uses_spot(spot, opt.plan));
+}
+
+}  // namespace
+}  // namespace depl::solver
