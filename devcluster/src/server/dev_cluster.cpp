@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "server/timer_thread.hpp"
 #include "sim/kubelet.hpp"
 #include "sim/node_pools.hpp"
+#include "sim/node_termination.hpp"
 #include "sim/pod_gc.hpp"
 #include "sim/scheduler.hpp"
 #include "sim/time_format.hpp"
@@ -94,6 +96,8 @@ struct DevCluster::Impl {
   std::unique_ptr<Kubelet> kubelet;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<PodGarbageCollector> pod_gc;
+  std::unique_ptr<NodeTerminator> node_terminator;
+  std::vector<NodePool> pools;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<TimerThread> timers;
   std::mutex mutex;
@@ -155,23 +159,10 @@ struct DevCluster::Impl {
       if (!parsed) return unexpected(parsed.error());
       pools = std::move(*parsed);
     }
-    WriteOptions write;
-    write.field_manager = "depl-kubelet";
     for (auto& node : node_objects(pools, rfc3339_now())) {
-      const std::string name = node["metadata"]["name"];
-      json status = node["status"];
-      auto created = store->create(ResourceRef{"", "v1", "nodes", "", "", ""}, node, write);
-      if (!created.ok()) {
-        return error("cannot create node " + name + ": " + created.body.value("message", ""));
-      }
-      // Written again through /status in case creation drops the status (as for most kinds).
-      auto patched = store->patch(ResourceRef{"", "v1", "nodes", "", name, "status"},
-                                  PatchType::Merge, json{{"status", status}}.dump(), write);
-      if (!patched.ok()) {
-        return error("cannot set the status of node " + name + ": " +
-                     patched.body.value("message", ""));
-      }
+      if (auto registered = register_node(*store, node); !registered) return registered;
     }
+    this->pools = std::move(pools);
     return {};
   }
 
@@ -183,6 +174,7 @@ struct DevCluster::Impl {
     timers.reset();
     if (server) server->stop();
     if (handler) handler->set_log_source(nullptr);
+    node_terminator.reset();
     kubelet.reset();
     pod_gc.reset();
     scheduler.reset();
@@ -258,6 +250,7 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
     impl->handler->set_log_source(impl->kubelet.get());
     impl->pod_gc =
         std::make_unique<PodGarbageCollector>(*impl->store, PodGcOptions{o.orphan_pod_quarantine});
+    impl->node_terminator = std::make_unique<NodeTerminator>(*impl->store, impl->pools);
   }
   if (o.run_scheduler) impl->scheduler = std::make_unique<Scheduler>(*impl->store);
   ApiHandler* handler = impl->handler.get();
@@ -423,6 +416,23 @@ Expected<void> DevCluster::delete_node(const std::string& node) {
   auto removed =
       impl_->store->remove(ResourceRef{"", "v1", "nodes", "", node, ""}, DeleteOptions{});
   if (!removed.ok()) return error("cannot delete node " + node + ": " + removed.body.dump());
+  return {};
+}
+
+Expected<void> DevCluster::reclaim_node(const std::string& node, ReclaimOptions options) {
+  if (!impl_->node_terminator) return error("the dev cluster runs no kubelet");
+  auto current = impl_->store->get(ResourceRef{"", "v1", "nodes", "", node, ""});
+  if (!current.ok()) return error("node " + node + " not found");
+  const json& finalizers = current.answer()["metadata"].value("finalizers", json::array());
+  if (std::find(finalizers.begin(), finalizers.end(), kTerminationFinalizer) == finalizers.end()) {
+    return error("node " + node + " is not spot capacity (no " +
+                 std::string(kTerminationFinalizer) + " finalizer): use delete_node");
+  }
+  impl_->node_terminator->set_reclaim(node, {options.notice, options.replacement_after});
+  DeleteOptions remove;
+  remove.user_agent = "depl-devcluster/reclaim";
+  auto removed = impl_->store->remove(ResourceRef{"", "v1", "nodes", "", node, ""}, remove);
+  if (!removed.ok()) return error("cannot reclaim node " + node + ": " + removed.body.dump());
   return {};
 }
 

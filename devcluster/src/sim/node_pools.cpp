@@ -128,6 +128,46 @@ Expected<std::vector<NodePool>> parse_node_pools(const json& document) {
         *n.out = **v;
       }
     }
+    if (p.contains("capacityType") && !p["capacityType"].is_null()) {
+      const json& type = p["capacityType"];
+      if (!type.is_string() || (type != "Spot" && type != "OnDemand")) {
+        return error(named + ".capacityType: must be OnDemand or Spot, got " + type.dump());
+      }
+      pool.spot = type == "Spot";
+    }
+    for (auto [key, out] : {std::pair{"interruptionsPerHour", &pool.interruptions_per_hour},
+                            std::pair{"reclaimNoticeSeconds", &pool.reclaim_notice_seconds},
+                            std::pair{"replacementSeconds", &pool.replacement_seconds}}) {
+      auto v = read_number(p, key, named);
+      if (!v) return unexpected(v.error());
+      if (*v) {
+        if (!(**v >= 0) || !std::isfinite(**v)) {
+          return error(named + "." + key + ": must be a finite non-negative number");
+        }
+        *out = **v;
+      }
+    }
+    if (p.contains("taints") && !p["taints"].is_null()) {
+      if (!p["taints"].is_array()) return error(named + ".taints: must be a list");
+      for (std::size_t t = 0; t < p["taints"].size(); ++t) {
+        const json& taint = p["taints"][t];
+        const std::string at = fmt::format("{}.taints[{}]", named, t);
+        if (!taint.is_object() || !taint.contains("key") || !taint["key"].is_string() ||
+            taint["key"].get<std::string>().empty()) {
+          return error(at + ".key: required, a non-empty string");
+        }
+        const std::string effect = taint.value("effect", "");
+        if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
+          return error(at + ".effect: must be NoSchedule, PreferNoSchedule or NoExecute");
+        }
+        if (taint.contains("value") && !taint["value"].is_string()) {
+          return error(at + ".value: must be a string");
+        }
+        json kept = {{"key", taint["key"]}, {"effect", effect}};
+        if (taint.contains("value")) kept["value"] = taint["value"];
+        pool.taints.push_back(std::move(kept));
+      }
+    }
     if (p.contains("zone")) {
       if (!p["zone"].is_string()) return error(named + ".zone: must be a string");
       pool.zone = p["zone"].get<std::string>();
@@ -164,65 +204,76 @@ std::vector<json> node_objects(const std::vector<NodePool>& pools, const std::st
   std::vector<json> nodes;
   for (const auto& pool : pools) {
     for (int i = 0; i < pool.nodes; ++i) {
-      const std::string name = fmt::format("{}-{}", pool.name, i);
-      json labels = {{"depl.dev/pool", pool.name},
-                     {"topology.kubernetes.io/zone", pool.zone},
-                     {"kubernetes.io/hostname", name},
-                     {"kubernetes.io/os", "linux"},
-                     {"kubernetes.io/arch", "amd64"}};
-      if (!pool.gpu_type.empty()) labels["nvidia.com/gpu.product"] = pool.gpu_type;
-      json annotations = {{"depl.dev/gpu-gflops", number_text(pool.gpu_gflops)},
-                          {"depl.dev/price-per-gpu-hour", number_text(pool.price_per_gpu_hour)}};
-      if (pool.bandwidth > 0) annotations["depl.dev/bandwidth"] = number_text(pool.bandwidth);
-      if (pool.storage_bandwidth > 0) {
-        annotations["depl.dev/storage-bandwidth"] = number_text(pool.storage_bandwidth);
-      }
-      if (pool.startup_seconds >= 0) {
-        annotations["depl.dev/startup-seconds"] = number_text(pool.startup_seconds);
-      }
-      if (!pool.inter_pool.empty()) {
-        std::string text;
-        for (const auto& [source, bw] : pool.inter_pool) {
-          text += (text.empty() ? "" : ",") + source + "=" + number_text(bw);
-        }
-        annotations["depl.dev/inter-pool"] = text;
-      }
-      json resources = {{"cpu", number_text(pool.cpu_per_node)},
-                        {"memory", number_text(pool.memory_per_node)},
-                        {"pods", std::to_string(pool.max_pods_per_node)},
-                        {"ephemeral-storage", "1Ti"},
-                        {"nvidia.com/gpu", std::to_string(pool.gpus_per_node)}};
-      json node = {{"apiVersion", "v1"},
-                   {"kind", "Node"},
-                   {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
-                   {"spec", {{"podCIDR", "127.0.0.0/8"}}},
-                   {"status",
-                    {{"capacity", resources},
-                     {"allocatable", resources},
-                     {"conditions", json::array({{{"type", "Ready"},
-                                                  {"status", "True"},
-                                                  {"reason", "KubeletReady"},
-                                                  {"message", "kubelet is posting ready status"},
-                                                  {"lastHeartbeatTime", now},
-                                                  {"lastTransitionTime", now}}})},
-                     {"addresses", json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
-                                                {{"type", "Hostname"}, {"address", name}}})},
-                     {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
-                     {"nodeInfo",
-                      {{"machineID", name},
-                       {"systemUUID", name},
-                       {"bootID", name},
-                       {"kernelVersion", "simulated"},
-                       {"osImage", "depl dev cluster"},
-                       {"containerRuntimeVersion", "depl://local-process"},
-                       {"kubeletVersion", "v1.32.0-depl"},
-                       {"kubeProxyVersion", "v1.32.0-depl"},
-                       {"operatingSystem", "linux"},
-                       {"architecture", "amd64"}}}}}};
-      nodes.push_back(std::move(node));
+      nodes.push_back(node_object(pool, fmt::format("{}-{}", pool.name, i), now));
     }
   }
   return nodes;
+}
+
+json node_object(const NodePool& pool, const std::string& name, const std::string& now) {
+  json labels = {{"depl.dev/pool", pool.name},
+                 {"topology.kubernetes.io/zone", pool.zone},
+                 {"kubernetes.io/hostname", name},
+                 {"kubernetes.io/os", "linux"},
+                 {"kubernetes.io/arch", "amd64"}};
+  if (!pool.gpu_type.empty()) labels["nvidia.com/gpu.product"] = pool.gpu_type;
+  labels[kCapacityTypeLabel] = pool.spot ? "spot" : "on-demand";
+  json annotations = {{"depl.dev/gpu-gflops", number_text(pool.gpu_gflops)},
+                      {"depl.dev/price-per-gpu-hour", number_text(pool.price_per_gpu_hour)}};
+  if (pool.bandwidth > 0) annotations["depl.dev/bandwidth"] = number_text(pool.bandwidth);
+  if (pool.storage_bandwidth > 0) {
+    annotations["depl.dev/storage-bandwidth"] = number_text(pool.storage_bandwidth);
+  }
+  if (pool.startup_seconds >= 0) {
+    annotations["depl.dev/startup-seconds"] = number_text(pool.startup_seconds);
+  }
+  if (!pool.inter_pool.empty()) {
+    std::string text;
+    for (const auto& [source, bw] : pool.inter_pool) {
+      text += (text.empty() ? "" : ",") + source + "=" + number_text(bw);
+    }
+    annotations["depl.dev/inter-pool"] = text;
+  }
+  if (pool.interruptions_per_hour >= 0) {
+    annotations["depl.dev/interruptions-per-hour"] = number_text(pool.interruptions_per_hour);
+  }
+  json metadata = {{"name", name}, {"labels", labels}, {"annotations", annotations}};
+  if (pool.spot) metadata["finalizers"] = json::array({kTerminationFinalizer});
+  json spec = {{"podCIDR", "127.0.0.0/8"}};
+  if (!pool.taints.empty()) spec["taints"] = pool.taints;
+  json resources = {{"cpu", number_text(pool.cpu_per_node)},
+                    {"memory", number_text(pool.memory_per_node)},
+                    {"pods", std::to_string(pool.max_pods_per_node)},
+                    {"ephemeral-storage", "1Ti"},
+                    {"nvidia.com/gpu", std::to_string(pool.gpus_per_node)}};
+  json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", metadata},
+               {"spec", spec},
+               {"status",
+                {{"capacity", resources},
+                 {"allocatable", resources},
+                 {"conditions", json::array({{{"type", "Ready"},
+                                              {"status", "True"},
+                                              {"reason", "KubeletReady"},
+                                              {"message", "kubelet is posting ready status"},
+                                              {"lastHeartbeatTime", now},
+                                              {"lastTransitionTime", now}}})},
+                 {"addresses", json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
+                                            {{"type", "Hostname"}, {"address", name}}})},
+                 {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
+                 {"nodeInfo",
+                  {{"machineID", name},
+                   {"systemUUID", name},
+                   {"bootID", name},
+                   {"kernelVersion", "simulated"},
+                   {"osImage", "depl dev cluster"},
+                   {"containerRuntimeVersion", "depl://local-process"},
+                   {"kubeletVersion", "v1.32.0-depl"},
+                   {"kubeProxyVersion", "v1.32.0-depl"},
+                   {"operatingSystem", "linux"},
+                   {"architecture", "amd64"}}}}}};
+  return node;
 }
 
 }  // namespace depl::devcluster

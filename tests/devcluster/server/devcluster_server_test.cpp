@@ -646,6 +646,119 @@ TEST(DevClusterPodGc, PodOfANeverSeenNodeGoesAfterTheQuarantine) {
   EXPECT_GE(std::chrono::steady_clock::now() - created, std::chrono::milliseconds(500));
 }
 
+constexpr const char* kSpotPools = R"(pools:
+  - {name: spot, gpuType: T4, nodes: 1, gpusPerNode: 4, gpuGflops: 8100, pricePerGpuHour: 0.1,
+     capacityType: Spot, interruptionsPerHour: 0.5, reclaimNoticeSeconds: 20,
+     taints: [{key: karpenter.sh/capacity-type, value: spot, effect: NoSchedule}]}
+)";
+
+// A spot reclaim, as Karpenter drains a node the cloud takes back: the node is tainted, its pods
+// get DisruptionTarget and SIGTERM with their grace period cut to the notice, the node goes once
+// they are gone (or the notice is over) and a replacement registers later.
+TEST(DevClusterSpotReclaim, PodsGetSigtermAndDisruptionTargetThenTheNodeIsReplaced) {
+  DevClusterOptions options;
+  options.insecure_http = true;
+  options.pools_yaml = kSpotPools;
+  options.image_map["busybox"] = "/bin/sh";
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  DevCluster& cluster = **started;
+  ApiStore& store = cluster.store();
+  const ResourceRef node_ref{"", "v1", "nodes", "", "spot-0", ""};
+  const json node = store.get(node_ref).body;
+  EXPECT_EQ(node["metadata"]["labels"]["karpenter.sh/capacity-type"], "spot");
+  EXPECT_EQ(node["metadata"]["annotations"]["depl.dev/interruptions-per-hour"], "0.5");
+  EXPECT_EQ(node["metadata"]["finalizers"], json::array({"karpenter.sh/termination"}));
+
+  auto watch =
+      store.watch(ResourceRef{"", "v1", "pods", "default", "", ""}, observer_watch_options());
+  ASSERT_TRUE(watch);
+  const json toleration = {{"key", "karpenter.sh/capacity-type"},
+                           {"operator", "Equal"},
+                           {"value", "spot"},
+                           {"effect", "NoSchedule"}};
+  auto create = [&](const std::string& name, const std::string& script) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"terminationGracePeriodSeconds", 60},
+                  {"tolerations", json::array({toleration})},
+                  {"containers",
+                   {{{"name", "main"}, {"image", "busybox"}, {"command", {"sh", "-c", script}}}}}}}};
+    ASSERT_TRUE(store.create(ResourceRef{"", "v1", "pods", "default", "", ""}, pod).ok());
+  };
+  create("polite", "trap 'exit 0' TERM; echo ready; while true; do sleep 0.05; done");
+  create("stubborn", "trap '' TERM; echo ready; while true; do sleep 0.05; done");
+  auto logged_ready = [&](const std::string& name) {
+    auto log = store.get(ResourceRef{"", "v1", "pods", "default", name, ""});
+    const std::string phase = log.body.contains("status") ? log.body["status"].value("phase", "")
+                                                           : "";
+    return phase == "Running" && cluster.container_pid("default", name, "main") > 0;
+  };
+  ASSERT_TRUE(eventually([&] { return logged_ready("polite") && logged_ready("stubborn"); }));
+  // Both started their trap (the kubelet reports Running once the process exists).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const auto reclaimed = std::chrono::steady_clock::now();
+  DevCluster::ReclaimOptions reclaim;
+  reclaim.notice = std::chrono::seconds(2);
+  reclaim.replacement_after = std::chrono::milliseconds(300);
+  ASSERT_TRUE(cluster.reclaim_node("spot-0", reclaim));
+  ASSERT_TRUE(eventually([&] {
+    const json n = store.get(node_ref).body;
+    for (const auto& t : n["spec"].value("taints", json::array())) {
+      if (t.value("key", "") == "karpenter.sh/disrupted") return true;
+    }
+    return false;
+  }));
+
+  std::map<std::string, json> last_seen;
+  std::map<std::string, std::chrono::steady_clock::time_point> deleted_at;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (deleted_at.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    auto event = (*watch)->next(std::chrono::milliseconds(100));
+    if (!event || !event->object) continue;
+    const std::string name = (*event->object)["metadata"].value("name", "");
+    if (event->type == "DELETED") {
+      deleted_at.emplace(name, std::chrono::steady_clock::now());
+    } else {
+      last_seen[name] = *event->object;
+    }
+  }
+  ASSERT_EQ(deleted_at.size(), 2u);
+  for (const char* name : {"polite", "stubborn"}) {
+    const json& pod = last_seen[name];
+    ASSERT_TRUE(pod["metadata"].contains("deletionTimestamp")) << name;
+    bool disrupted = false;
+    for (const auto& c : pod["status"].value("conditions", json::array())) {
+      disrupted |= c.value("type", "") == "DisruptionTarget" &&
+                   c.value("reason", "") == "EvictionByEvictionAPI";
+    }
+    EXPECT_TRUE(disrupted) << name << ": " << pod["status"].dump();
+  }
+  // SIGTERM ends the polite pod at once; the stubborn one lasts until the notice's SIGKILL, not
+  // its own 60 s grace period.
+  EXPECT_LT(deleted_at["polite"] - reclaimed, std::chrono::milliseconds(1800));
+  EXPECT_GE(deleted_at["stubborn"] - reclaimed, std::chrono::milliseconds(1000));
+  EXPECT_LT(deleted_at["stubborn"] - reclaimed, std::chrono::seconds(10));
+
+  ASSERT_TRUE(eventually([&] { return store.get(node_ref).code == 404; }));
+  const ResourceRef replacement{"", "v1", "nodes", "", "spot-1", ""};
+  ASSERT_TRUE(eventually([&] { return store.get(replacement).ok(); }));
+  const json fresh = store.get(replacement).body;
+  EXPECT_EQ(fresh["metadata"]["labels"]["depl.dev/pool"], "spot");
+  EXPECT_EQ(fresh["spec"]["taints"].size(), 1u) << "the spot taint only, not disrupted";
+  EXPECT_EQ(cluster.reclaim_node("nope").error().message, "node nope not found");
+}
+
+TEST_F(DevClusterTest, OnDemandNodesAreNotReclaimedButDeleted) {
+  auto refused = cluster_->reclaim_node("t4-0");
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("not spot capacity"));
+}
+
 TEST_F(DevClusterTest, KillContainerSigkillsItsProcessesAndTheExitIsReported) {
   create_pod({{"restartPolicy", "Never"},
               {"containers", {shell_container("while true; do sleep 0.05; done")}}},

@@ -121,6 +121,18 @@ class DevCluster {
   // and nothing more is reported about them; the pod garbage collector then marks its pods
   // Failed (condition DisruptionTarget, reason DeletionByPodGC) and deletes them (grace 0).
   Expected<void> delete_node(const std::string& node);
+  // Reclaims a spot node (one of a pool with capacityType Spot), as a cloud takes back spot
+  // capacity and Karpenter drains the node: `kubectl delete node` does the same with the pool's
+  // settings. The node is tainted karpenter.sh/disrupted:NoSchedule, its pods get the condition
+  // DisruptionTarget and are deleted with their grace period (SIGTERM, then SIGKILL), at most
+  // `notice`; then the node is removed. A replacement node of the pool registers
+  // `replacement_after` later. Unset fields follow the pool (reclaimNoticeSeconds,
+  // replacementSeconds). Returns once the deletion has begun.
+  struct ReclaimOptions {
+    std::optional<std::chrono::milliseconds> notice;
+    std::optional<std::chrono::milliseconds> replacement_after;  // negative: no replacement
+  };
+  Expected<void> reclaim_node(const std::string& node, ReclaimOptions options = {});
   // Pid of a running container process, 0 if none (signal-handling tests).
   int container_pid(const std::string& ns, const std::string& pod, const std::string& container);
   // SIGKILLs a running container's processes (its process group), as a crash or the OOM killer
