@@ -48,6 +48,37 @@ TEST(Checkpoint, RoundTripsEveryField) {
   EXPECT_EQ(back->velocity, c.velocity);
 }
 
+TEST(Checkpoint, KeepsThePositionWithinAnInterruptedEpoch) {
+  testing::TempDir dir;
+  Checkpoint c = sample_checkpoint();
+  c.step = 300;
+  c.train_loss_sum = 123.25;
+  ASSERT_TRUE(write_checkpoint(dir.file("c"), c));
+  auto back = read_checkpoint(dir.file("c"));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->epoch, 7);
+  EXPECT_EQ(back->step, 300);
+  EXPECT_DOUBLE_EQ(back->train_loss_sum, 123.25);
+}
+
+// A version 1 file (written before the position existed) reads as a whole epoch.
+TEST(Checkpoint, ReadsVersionOneWithoutAPosition) {
+  testing::TempDir dir;
+  Checkpoint c = sample_checkpoint();
+  c.step = 300;
+  ASSERT_TRUE(write_checkpoint(dir.file("c"), c));
+  {
+    std::fstream f(dir.file("c"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    const char version[4] = {1, 0, 0, 0};
+    f.write(version, 4);
+  }
+  auto back = read_checkpoint(dir.file("c"));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->epoch, 7);
+  EXPECT_EQ(back->step, 0);
+}
+
 TEST(Checkpoint, VelocityMayBeAbsent) {
   testing::TempDir dir;
   Checkpoint c = sample_checkpoint();

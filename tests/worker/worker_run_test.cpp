@@ -159,6 +159,95 @@ TEST(WorkerRun, TwoRanksMatchOneRank) {
             1e-3 * single[0]["loss"].get<double>());
 }
 
+// SIGTERM in the middle of an epoch: the run stops after the step it is in, checkpoints that
+// step, and a run resumed from it trains exactly what an uninterrupted run trains.
+TEST(WorkerRun, TerminationCheckpointsTheStepAndTheResumedRunMatchesAnUninterruptedOne) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  WorkerConfig plain = small_run(dir);
+  plain.checkpoint_dir = dir.file("plain");
+  std::ostringstream plain_out;
+  ASSERT_TRUE(run_worker(plain, plain_out));
+  const auto uninterrupted = lines_of(plain_out.str());
+  ASSERT_EQ(uninterrupted.size(), 2u);
+
+  WorkerConfig c = small_run(dir);
+  c.checkpoint_dir = dir.file("interrupted");
+  int asked = 0;
+  // 300 samples in steps of 25: 12 steps per epoch; the request comes during step 5 of epoch 2.
+  c.termination_requested = [&] { return ++asked > 12 + 4; };
+  std::ostringstream first_out;
+  auto stopped = run_worker(c, first_out);
+  ASSERT_TRUE(stopped) << stopped.error().message;
+  EXPECT_TRUE(stopped->terminated);
+  EXPECT_EQ(stopped->last_epoch, 1);
+  EXPECT_EQ(stopped->stopped_at_step, 5 * 25);
+  EXPECT_EQ(lines_of(first_out.str()).size(), 1u);  // epoch 1 only
+  auto saved = read_checkpoint(checkpoint_path(c.checkpoint_dir));
+  ASSERT_TRUE(saved) << saved.error().message;
+  EXPECT_EQ(saved->epoch, 1);
+  EXPECT_EQ(saved->step, 5 * 25);
+
+  c.termination_requested = {};
+  std::ostringstream resumed_out;
+  auto resumed = run_worker(c, resumed_out);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_FALSE(resumed->terminated);
+  const auto rest = lines_of(resumed_out.str());
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0]["epoch"], 2);
+  EXPECT_EQ(rest[0]["loss"].get<double>(), uninterrupted[1]["loss"].get<double>());
+  EXPECT_NEAR(rest[0]["trainLoss"].get<double>(), uninterrupted[1]["trainLoss"].get<double>(),
+              1e-6);
+  EXPECT_EQ(read_checkpoint(checkpoint_path(c.checkpoint_dir))->step, 0);
+}
+
+// Two ranks agree: the one told to stop is not rank 0, yet both stop after the same step and
+// rank 0 writes it down.
+TEST(WorkerRun, TerminationOfAnyRankStopsEveryRankAfterTheSameStep) {
+  DEPL_REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  WorkerConfig c0 = small_run(dir);
+  c0.world_size = 2;
+  c0.rank = 0;
+  c0.master_port = 0;
+  c0.checkpoint_dir = dir.file("ckpt");
+  WorkerConfig c1 = small_run(dir);
+  c1.world_size = 2;
+  c1.rank = 1;
+  int asked = 0;
+  c1.termination_requested = [&] { return ++asked > 7; };
+  std::promise<std::uint16_t> port;
+  auto port_future = port.get_future();
+  std::ostringstream out0, out1;
+  Expected<RunSummary> r0 = error("not run"), r1 = error("not run");
+  std::thread rank0([&] {
+    bool listened = false;
+    c0.on_listening = [&](std::uint16_t p) {
+      listened = true;
+      port.set_value(p);
+    };
+    r0 = run_worker(c0, out0);
+    if (!listened) port.set_value(0);
+  });
+  std::thread rank1([&] {
+    c1.master_port = port_future.get();
+    if (c1.master_port != 0) r1 = run_worker(c1, out1);
+  });
+  rank0.join();
+  rank1.join();
+  ASSERT_TRUE(r0) << r0.error().message;
+  ASSERT_TRUE(r1) << r1.error().message;
+  EXPECT_TRUE(r0->terminated);
+  EXPECT_TRUE(r1->terminated);
+  EXPECT_EQ(r0->stopped_at_step, 8 * 25);
+  EXPECT_EQ(r1->stopped_at_step, 8 * 25);
+  auto saved = read_checkpoint(checkpoint_path(c0.checkpoint_dir));
+  ASSERT_TRUE(saved) << saved.error().message;
+  EXPECT_EQ(saved->epoch, 0);
+  EXPECT_EQ(saved->step, 8 * 25);
+}
+
 TEST(WorkerRun, OperatorModeObeysCheckpointAndExitAndContinueThenResumesAsAnotherVariant) {
   DEPL_REQUIRE_FASHION_MNIST();
   TempDir dir;

@@ -4,7 +4,9 @@
 // starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
 // The demo and the end-to-end tests use it as a stand-in for a real trainer. Like every worker it
 // retries a report for DEPL_PROGRESS_RETRY_SECONDS (default 300) and then exits 75, which the
-// controller does not count as a failure of the phase.
+// controller does not count as a failure of the phase. On SIGTERM (a pod
+// deleted, a node reclaimed) it stops within the epoch it is in, checkpoints how much of that
+// epoch it had done, and exits 143; a run resumed from that checkpoint does only the rest.
 //
 // Test-only knobs (tests/controller_e2e, docs/e2e-tests.md):
 //  - DEPL_SIM_FAIL_AT_EPOCH=N makes the worker exit 1 right after reporting epoch N, unless it
@@ -14,7 +16,10 @@
 //    "epoch", "loss", "action"}) to PATH, so a test can check that no acknowledged report is
 //    lost.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -67,7 +72,27 @@ struct Checkpoint {
   int epoch = 0;
   double loss = 0;
   std::string model;
+  double partial_seconds = 0;  // of epoch + 1, done when the worker was told to stop
 };
+
+constexpr int kExitTerminated = 143;  // 128 + SIGTERM
+
+std::atomic<bool> g_terminate{false};
+extern "C" void on_sigterm(int) { g_terminate.store(true, std::memory_order_relaxed); }
+
+// Sleeps `seconds` of simulated training unless told to stop first; returns the time slept.
+double train_for(double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(seconds));
+  while (!g_terminate.load(std::memory_order_relaxed)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= end) break;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        end - now, std::chrono::milliseconds(10)));
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 std::optional<Checkpoint> read_checkpoint(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -77,7 +102,8 @@ std::optional<Checkpoint> read_checkpoint(const std::filesystem::path& file) {
     spdlog::warn("event=checkpoint_unreadable file={}", file.string());
     return std::nullopt;
   }
-  return Checkpoint{j.value("epoch", 0), j.value("loss", 0.0), j.value("model", "")};
+  return Checkpoint{j.value("epoch", 0), j.value("loss", 0.0), j.value("model", ""),
+                    j.value("partialSeconds", 0.0)};
 }
 
 void write_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
@@ -86,7 +112,11 @@ void write_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
   const auto tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp);
-    out << json{{"epoch", c.epoch}, {"loss", c.loss}, {"model", c.model}}.dump();
+    out << json{{"epoch", c.epoch},
+                {"loss", c.loss},
+                {"model", c.model},
+                {"partialSeconds", c.partial_seconds}}
+               .dump();
   }
   std::filesystem::rename(tmp, file, ec);
   if (ec) spdlog::warn("event=checkpoint_write_failed file={} error=\"{}\"", file.string(), ec.message());
@@ -118,6 +148,13 @@ int main(int argc, char** argv) {
       ->envname("DEPL_SIM_EPOCH_SECONDS");
   app.add_option("--seed", seed, "random seed (default: from the job, phase, rank and start epoch)");
   CLI11_PARSE(app, argc, argv);
+  {
+    struct sigaction action {};
+    action.sa_handler = on_sigterm;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+  }
 
   const std::string job = env("DEPL_JOB").value_or("standalone");
   const std::string model = env("DEPL_MODEL").value_or("model");
@@ -154,9 +191,11 @@ int main(int argc, char** argv) {
       std::filesystem::path(env("DEPL_CHECKPOINT_DIR").value_or(".")) / "sim-checkpoint.json";
   double loss = l0;
   int resumed_epoch = 0;
+  double done_of_next_epoch = 0;  // seconds of the next epoch trained before a stop
   if (auto c = read_checkpoint(checkpoint_file)) {
     resumed_epoch = c->epoch;
     loss = c->loss;
+    if (c->model == model && c->epoch == start_epoch) done_of_next_epoch = c->partial_seconds;
     if (!c->model.empty() && c->model != model) {
       const json jump = profile.value("switchJump", json::object());
       loss += number(jump, "mean", 0.0) + number(jump, "stddev", 0.0) * noise(rng);
@@ -191,7 +230,17 @@ int main(int argc, char** argv) {
   // last word: "continue" past the planned end means the plan grew, "checkpointAndExit" ends it.
   const int planned_end = start_epoch + epochs;
   for (int epoch = start_epoch + 1; progress || epoch <= planned_end; ++epoch) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(epoch_seconds));
+    const double left = std::max(0.0, epoch_seconds - done_of_next_epoch);
+    const double slept = train_for(left);
+    if (g_terminate.load(std::memory_order_relaxed)) {
+      // Told to stop: keep what this epoch had done, so the next pod does only the rest.
+      const double done = std::min(epoch_seconds, done_of_next_epoch + slept);
+      if (rank == 0) write_checkpoint(checkpoint_file, {epoch - 1, loss, model, done});
+      spdlog::info("event=terminated epoch={} partial_seconds={:.3f} exit_code={}", epoch - 1,
+                   done, kExitTerminated);
+      return kExitTerminated;
+    }
+    done_of_next_epoch = 0;
     loss = floor + (loss - floor) * rho + sigma * noise(rng);
     loss = std::max(loss, 0.0);
     if (rank == 0) write_checkpoint(checkpoint_file, {epoch, loss, model});

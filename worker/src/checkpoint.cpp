@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,8 @@ Expected<void> write_checkpoint(const std::string& path, const Checkpoint& c) {
       {"hidden", s.hidden},
       {"classes", s.classes},
       {"epoch", c.epoch},
+      {"step", c.step},
+      {"trainLossSum", c.train_loss_sum},
       {"parameterCount", params.size()},
       {"velocityCount", c.velocity.size()},
       {"crc32", crc_of(params, c.velocity)},
@@ -107,9 +110,9 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
     return fail("not a depl checkpoint (bad magic)");
   }
   const std::uint32_t version = get_u32(bytes.data() + 8);
-  if (version != kCheckpointVersion) {
-    return fail(fmt::format("format version {} is not supported (this worker reads {})", version,
-                            kCheckpointVersion));
+  if (version != 1 && version != kCheckpointVersion) {
+    return fail(fmt::format("format version {} is not supported (this worker reads 1 to {})",
+                            version, kCheckpointVersion));
   }
   const std::uint32_t header_size = get_u32(bytes.data() + 12);
   if (header_size > kMaxHeaderBytes || 16 + std::size_t{header_size} > bytes.size()) {
@@ -134,6 +137,10 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
     shape.hidden = header.at("hidden").get<int>();
     shape.classes = header.at("classes").get<int>();
     c.epoch = header.at("epoch").get<int>();
+    if (version >= 2) {
+      c.step = header.at("step").get<int>();
+      c.train_loss_sum = header.at("trainLossSum").get<double>();
+    }
     parameter_count = header.at("parameterCount").get<std::size_t>();
     velocity_count = header.at("velocityCount").get<std::size_t>();
     crc = header.at("crc32").get<std::uint32_t>();
@@ -141,8 +148,8 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
     return fail(fmt::format("header field missing or of the wrong type: {}", e.what()));
   }
   if (shape.inputs <= 0 || shape.hidden <= 0 || shape.classes <= 0 || c.epoch < 0 ||
-      !(c.width > 0.0 && c.width <= 1.0)) {
-    return fail("header holds an impossible shape, width or epoch");
+      c.step < 0 || !std::isfinite(c.train_loss_sum) || !(c.width > 0.0 && c.width <= 1.0)) {
+    return fail("header holds an impossible shape, width, epoch or step");
   }
   if (parameter_count != shape.parameter_count()) {
     return fail(fmt::format("parameterCount {} does not match the shape ({} expected)",

@@ -15,7 +15,7 @@ Trainer::Trainer(MlpParameters parameters, TrainingOptions options, GradientAllR
               std::max(kEvaluationBatch, (options.global_batch_size + all_reduce.world_size() - 1) /
                                              all_reduce.world_size())),
       gradient_(parameters_.shape()),
-      reduce_buffer_(parameters_.values().size() + 1, 0.0f),
+      reduce_buffer_(parameters_.values().size() + 2, 0.0f),
       batch_labels_(static_cast<std::size_t>(kernel_.max_batch())) {}
 
 void Trainer::load_batch(const SampleSet& samples, const int* positions, int n) {
@@ -31,6 +31,15 @@ void Trainer::load_batch(const SampleSet& samples, const int* positions, int n) 
 }
 
 Expected<double> Trainer::train_epoch(const SampleSet& samples, int epoch) {
+  auto run = train_epoch_from(samples, epoch, 0, {});
+  if (!run) return unexpected(run.error());
+  const int total = samples.size();
+  return total > 0 ? run->loss_sum / total : 0.0;
+}
+
+Expected<EpochRun> Trainer::train_epoch_from(const SampleSet& samples, int epoch,
+                                             int first_sample,
+                                             const std::function<bool()>& stop_requested) {
   const int total = samples.size();
   order_.resize(static_cast<std::size_t>(total));
   std::iota(order_.begin(), order_.end(), 0);
@@ -43,8 +52,8 @@ Expected<double> Trainer::train_epoch(const SampleSet& samples, int epoch) {
   const int world = all_reduce_.world_size();
   const int rank = all_reduce_.rank();
   const std::size_t count = parameters_.values().size();
-  double loss_sum = 0.0;
-  for (int start = 0; start < total; start += options_.global_batch_size) {
+  EpochRun run;
+  for (int start = first_sample; start < total; start += options_.global_batch_size) {
     const int batch = std::min(options_.global_batch_size, total - start);
     // This rank's contiguous slice of the global batch; the slices of all ranks tile it.
     const int begin = start + batch * rank / world;
@@ -61,15 +70,20 @@ Expected<double> Trainer::train_epoch(const SampleSet& samples, int epoch) {
     } else {
       std::fill(reduce_buffer_.begin(), reduce_buffer_.end(), 0.0f);
     }
+    reduce_buffer_[count + 1] = stop_requested && stop_requested() ? 1.0f : 0.0f;
     if (world > 1) {
       auto ok = all_reduce_.sum(reduce_buffer_);
       if (!ok) return unexpected(ok.error());
     }
-    loss_sum += reduce_buffer_[count];
+    run.loss_sum += reduce_buffer_[count];
     sgd_.step(parameters_.values(), std::span<const float>(reduce_buffer_.data(), count),
               1.0f / static_cast<float>(batch));
+    run.samples_done = start + batch;
+    if (reduce_buffer_[count + 1] > 0.0f && run.samples_done < total) return run;
   }
-  return total > 0 ? loss_sum / total : 0.0;
+  run.samples_done = total;
+  run.complete = true;
+  return run;
 }
 
 Evaluation Trainer::evaluate(const SampleSet& samples) {

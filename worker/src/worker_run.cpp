@@ -65,6 +65,8 @@ struct InitialState {
   MlpParameters parameters;
   std::vector<float> velocity;  // empty: zero
   int epoch = 0;
+  int step = 0;                // samples of epoch + 1 already trained
+  double train_loss_sum = 0;   // their summed training loss
 };
 
 // Brings a checkpoint to this run's variant: a different width is converted (and the momentum,
@@ -80,6 +82,11 @@ InitialState adopt(Checkpoint checkpoint, const WorkerConfig& c, int epoch) {
   } else {
     state.parameters = std::move(checkpoint.parameters);
     state.velocity = std::move(checkpoint.velocity);
+    // A partly trained epoch goes on where it stopped (a converted model starts it afresh).
+    if (epoch == checkpoint.epoch) {
+      state.step = checkpoint.step;
+      state.train_loss_sum = checkpoint.train_loss_sum;
+    }
   }
   state.epoch = epoch;
   return state;
@@ -100,8 +107,8 @@ Expected<InitialState> initial_state(const WorkerConfig& c, const MlpShape& shap
                         path, checkpoint->parameters.shape().inputs,
                         checkpoint->parameters.shape().classes, shape.inputs, shape.classes));
       }
-      spdlog::info("event=resume checkpoint={} epoch={} variant={}", path, checkpoint->epoch,
-                   checkpoint->variant);
+      spdlog::info("event=resume checkpoint={} epoch={} step={} variant={}", path,
+                   checkpoint->epoch, checkpoint->step, checkpoint->variant);
       const int epoch = checkpoint->epoch;
       if (epoch < c.start_epoch) {
         spdlog::warn("event=checkpoint_behind checkpoint_epoch={} start_epoch={}", epoch,
@@ -196,18 +203,30 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
               trainer.optimizer().velocity().begin());
   }
   int epoch = state->epoch;
+  int step = state->step;
+  double partial_loss_sum = state->train_loss_sum;
   if (c.world_size > 1) {
     // Every rank must start from rank 0's state, whatever it read or drew itself.
     const std::size_t n = trainer.parameters().values().size();
-    std::vector<float> shared(2 * n + 1);
+    std::vector<float> shared(2 * n + 3);
     std::copy_n(trainer.parameters().values().begin(), n, shared.begin());
     std::copy_n(trainer.optimizer().velocity().begin(), n, shared.begin() + static_cast<long>(n));
     shared[2 * n] = static_cast<float>(epoch);
+    shared[2 * n + 1] = static_cast<float>(step);
+    shared[2 * n + 2] = static_cast<float>(partial_loss_sum);
     auto ok = broadcast_from_rank0(*all_reduce, shared);
     if (!ok) return unexpected(ok.error());
     std::copy_n(shared.begin(), n, trainer.parameters().values().begin());
     std::copy_n(shared.begin() + static_cast<long>(n), n, trainer.optimizer().velocity().begin());
     epoch = static_cast<int>(shared[2 * n]);
+    step = static_cast<int>(shared[2 * n + 1]);
+    partial_loss_sum = shared[2 * n + 2];
+  }
+  if (step % c.batch_size != 0 || step >= data.samples.size()) {
+    spdlog::warn("event=checkpoint_step_ignored step={} batch_size={} samples={}", step,
+                 c.batch_size, data.samples.size());
+    step = 0;
+    partial_loss_sum = 0;
   }
 
   std::optional<ProgressClient> progress;
@@ -253,23 +272,44 @@ Expected<RunSummary> run_worker(const WorkerConfig& c, std::ostream& out) {
   // The phase ends at `end` (DEPL_START_EPOCH + DEPL_EPOCHS) unless the controller says otherwise:
   // "continue" at or past `end` means the plan grew while the pod ran, "checkpointAndExit" ends
   // the phase now. Rank 0 decides and broadcasts, so every rank stops after the same epoch.
+  auto write = [&](int completed, int at_step, double loss_sum) -> Expected<void> {
+    if (c.rank != 0 || c.checkpoint_dir.empty()) return {};
+    Checkpoint checkpoint{c.variant.name,
+                          c.variant.width,
+                          completed,
+                          at_step,
+                          loss_sum,
+                          trainer.parameters(),
+                          std::vector<float>(trainer.optimizer().velocity().begin(),
+                                             trainer.optimizer().velocity().end())};
+    return write_checkpoint(checkpoint_path(c.checkpoint_dir), checkpoint);
+  };
   for (;;) {
     const auto started = std::chrono::steady_clock::now();
-    auto train_loss = trainer.train_epoch(data.samples, epoch + 1);
-    if (!train_loss) return unexpected(train_loss.error());
+    auto run = trainer.train_epoch_from(data.samples, epoch + 1, step, c.termination_requested);
+    if (!run) return unexpected(run.error());
+    if (!run->complete) {
+      // Told to stop: every rank stopped after this same step; rank 0 keeps it.
+      auto ok = write(epoch, run->samples_done, partial_loss_sum + run->loss_sum);
+      if (!ok) return unexpected(ok.error());
+      spdlog::info("event=terminated epoch={} step={} rank={} exit_code={}", epoch,
+                   run->samples_done, c.rank, kExitTerminated);
+      summary.terminated = true;
+      summary.stopped_at_step = run->samples_done;
+      return summary;
+    }
+    const double train_loss =
+        (partial_loss_sum + run->loss_sum) / std::max(1, data.samples.size());
+    step = 0;
+    partial_loss_sum = 0;
     ++epoch;
     summary.last_epoch = epoch;
     float stop = epoch >= end ? 1.0f : 0.0f;
     if (c.rank == 0) {
       summary.last = trainer.evaluate(data.validation);
-      report_line(epoch, summary.last, seconds_since(started), *train_loss);
-      if (!c.checkpoint_dir.empty()) {
-        Checkpoint checkpoint{c.variant.name, c.variant.width, epoch, trainer.parameters(),
-                              std::vector<float>(trainer.optimizer().velocity().begin(),
-                                                 trainer.optimizer().velocity().end())};
-        auto ok = write_checkpoint(checkpoint_path(c.checkpoint_dir), checkpoint);
-        if (!ok) return unexpected(ok.error());
-      }
+      report_line(epoch, summary.last, seconds_since(started), train_loss);
+      auto ok = write(epoch, 0, 0.0);
+      if (!ok) return unexpected(ok.error());
       if (progress) {
         auto action = progress->post({c.operator_context->phase, c.rank, epoch, summary.last.loss});
         if (!action) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "depl/common/expected.hpp"
@@ -22,6 +23,13 @@ struct TrainingOptions {
   std::uint64_t seed = 1;
 };
 
+// How far one call of Trainer::train_epoch_from got.
+struct EpochRun {
+  double loss_sum = 0;    // summed training loss of the samples it trained
+  int samples_done = 0;   // position in the epoch's permutation where it stopped
+  bool complete = false;  // the epoch's last step was taken
+};
+
 struct Evaluation {
   double loss = 0.0;      // mean cross-entropy
   double accuracy = 0.0;  // share of arg-max hits
@@ -35,6 +43,13 @@ class Trainer {
   // Trains one epoch (`epoch` numbers it, globally, so the shuffle of a resumed run matches an
   // uninterrupted one). Returns the mean training loss over the epoch's samples.
   Expected<double> train_epoch(const SampleSet& samples, int epoch);
+
+  // Trains epoch `epoch` from position `first_sample` of its permutation (a multiple of the
+  // global batch size: where an interrupted run stopped). After every step each rank learns
+  // whether any rank's `stop_requested` returned true (the flag travels with the gradients), and
+  // then every rank stops after that same step, so all of them hold the same state.
+  Expected<EpochRun> train_epoch_from(const SampleSet& samples, int epoch, int first_sample,
+                                      const std::function<bool()>& stop_requested);
 
   // Loss and accuracy on a whole set (this rank alone: no communication).
   Evaluation evaluate(const SampleSet& samples);
@@ -52,7 +67,8 @@ class Trainer {
   MomentumSgd sgd_;
   MlpBatchKernel kernel_;
   MlpParameters gradient_;
-  std::vector<float> reduce_buffer_;  // gradient plus the slice's loss sum, reduced in one message
+  // The gradient, the slice's loss sum and the rank's stop request, reduced in one message.
+  std::vector<float> reduce_buffer_;
   std::vector<int> order_;
   std::vector<std::uint8_t> batch_labels_;
 };

@@ -46,6 +46,10 @@ struct WorkerConfig {
   std::uint16_t master_port = 29500;
   std::string listen_address = "0.0.0.0";
   std::function<void(std::uint16_t)> on_listening;  // rank 0, for callers that pick port 0
+  // True once the worker has been told to stop (SIGTERM: its pod is being deleted, its node
+  // reclaimed). Every rank then stops after the same step and rank 0 checkpoints it. Empty:
+  // never asked.
+  std::function<bool()> termination_requested;
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(120)};
   int batch_size = 128;  // global: samples per SGD step over all ranks
   float learning_rate = 0.05f;
