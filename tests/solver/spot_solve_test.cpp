@@ -1,11 +1,14 @@
-// DepL and OPT with spot pools (docs/depl-model.md sections 2 and 3): every pool of a small
+// DepL and OPT with spot pools (docs/depl-model.md sections 2, 3 and 8): every pool of a small
 // instance gets a spot twin at 30% of its price, interrupted 0.1 to 1 times per worker-hour.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
+#include <stop_token>
 #include <vector>
 
+#include "../../solver/src/lower_bound.hpp"
 #include "depl/solver/solve.hpp"
 #include "support/instance_families.hpp"
 
@@ -120,6 +123,94 @@ TEST(SpotPools, TightDeadlineMovesThePlanToOnDemand) {
   // OPT agrees: every epoch goes to on-demand capacity.
   EXPECT_FALSE(uses_spot(spot, tight.plan));
   EXPECT_FALSE(uses_spot(spot, opt.plan));
+}
+
+// The certificate with spot pools (docs/depl-model.md section 8): the bound search prices a spot
+// epoch by its expectation and relaxes the deadline's chance constraint to the expected
+// duration and the loss to p, both implied by the evaluator's test. Asked for a bound above
+// OPT's cost (so that it cannot stop at the target), it proves one no higher than OPT's
+// expected cost, with or without a deadline; so does the certificate DepL reports.
+TEST(SpotPools, LowerBoundNeverAboveOpt) {
+  int compared = 0, with_deadline = 0, below_on_demand = 0;
+  for (int seed = 1; seed <= 24; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    Problem base = testing::small_instance(static_cast<std::uint64_t>(seed));
+    for (ModelVariant& m : base.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+    const SolveResult od = run(base, Algorithm::DepL);
+    if (!od.feasible) continue;
+    if (seed % 2 == 0) base.target.deadline_seconds = 1.02 * od.figures.duration_seconds;
+    const Problem spot = with_spot_twins(base, static_cast<std::uint64_t>(seed));
+    const SolveResult opt = run(spot, Algorithm::Opt);
+    const SolveResult depl = run(spot, Algorithm::DepL);
+    if (!opt.feasible || !depl.feasible) continue;
+    ++compared;
+    with_deadline += spot.target.deadline_seconds.has_value();
+    const internal::SearchContext ctx = internal::make_context(spot, guarantee_kappa(spot.target));
+    const internal::LowerBound bound =
+        internal::certify_lower_bound(ctx, 2 * od.figures.cost, SolveOptions{}.eta, std::nullopt);
+    EXPECT_TRUE(bound.complete);
+    EXPECT_GT(bound.cost, 0);
+    EXPECT_LE(bound.cost, opt.figures.cost * (1 + 1e-9));
+    below_on_demand += bound.cost < od.figures.cost * 0.9;
+    EXPECT_LE(depl.certificate.lower_bound, opt.figures.cost * (1 + 1e-9));
+  }
+  EXPECT_GE(compared, 12);
+  EXPECT_GE(with_deadline, 5);
+  EXPECT_GT(below_on_demand, compared / 2) << "the bound prices spot epochs, not on-demand ones";
+}
+
+// A clock that moves by `tick` every time it is read.
+class SteppingClock final : public Clock {
+ public:
+  explicit SteppingClock(Duration tick) : tick_(tick) {}
+  TimePoint now() const override {
+    return TimePoint{} + tick_ * reads_.fetch_add(1, std::memory_order_relaxed);
+  }
+  WallTimePoint wall_now() const override { return {}; }
+  bool wait_until(std::unique_lock<std::mutex>&, std::condition_variable_any&, TimePoint,
+                  std::stop_token, const std::function<bool()>& ready) override {
+    return ready();
+  }
+  long reads() const { return reads_.load(); }
+
+ private:
+  Duration tick_;
+  mutable std::atomic<long> reads_{0};
+};
+
+Problem large_spot_instance(std::uint64_t seed) {
+  Problem p = testing::large_instance(seed, 20, 6, 12, 300);
+  p.target.deadline_seconds = 1e7;
+  return with_spot_twins(std::move(p), seed);
+}
+
+// The budget holds across the searches DepL runs on pools with interruptions (the problem and
+// its variants): a spent time budget stops them all soon and the plan found first is kept; a
+// cancelled solve searches no graph.
+TEST(SpotPools, BudgetAndCancellationStopEverySearch) {
+  const Problem p = large_spot_instance(1);
+  SteppingClock clock(std::chrono::milliseconds(1));
+  SolveOptions timed;
+  timed.budget.time = std::chrono::milliseconds(40);
+  timed.budget.clock = &clock;
+  auto r = solve(p, timed);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->stopped, BudgetStop::Time);
+  EXPECT_LE(clock.reads(), 80);
+  if (r->feasible) {
+    EXPECT_TRUE(evaluate(p, r->plan).feasible);
+  }
+  EXPECT_FALSE(r->certificate.complete);
+
+  std::stop_source source;
+  source.request_stop();
+  SolveOptions cancelled;
+  cancelled.budget.stop = source.get_token();
+  auto c = solve(p, cancelled);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->stopped, BudgetStop::Cancelled);
+  EXPECT_EQ(c->stats.graph_states, 0u);
+  EXPECT_LE(c->stats.plans_checked, 1u) << "one evaluation at most: no variant is searched";
 }
 
 }  // namespace
