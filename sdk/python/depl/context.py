@@ -19,6 +19,7 @@ from . import checkpoint as checkpoints
 from .config import OperatorInfo, RunConfig
 from .errors import CheckpointError, ProgressUnreachable, UsageError, WorkerError
 from .progress import Action, ProgressClient
+from .signals import TerminationRequest
 
 log = logging.getLogger("depl")
 
@@ -35,7 +36,7 @@ class Context:
 
     def __init__(self, config: RunConfig, *, device: Any, distributed: Any,
                  reporter: ProgressClient | None = None, convert: Converter | None = None,
-                 out: TextIO | None = None) -> None:
+                 out: TextIO | None = None, termination: TerminationRequest | None = None) -> None:
         self._config = config
         self._device = device
         self._dist = distributed
@@ -52,6 +53,8 @@ class Context:
         self._stop = False
         self._last_saved: int | None = None
         self._stopped_by_controller = False
+        self._termination = termination  # SIGTERM to this process (depl.signals)
+        self._terminated = False  # some rank was sent SIGTERM: every rank stops, exit 143
         self._cost: dict[str, float] = {}
 
     # What the operator (or the command line) decided.
@@ -120,6 +123,12 @@ class Context:
     def start_epoch(self) -> int:
         """Epochs the weights have been trained for before this run's first epoch (after load())."""
         return self._start
+
+    @property
+    def terminated(self) -> bool:
+        """True once some rank was sent SIGTERM and every rank stopped after the same epoch
+        (the worker then exits 143, see depl.signals)."""
+        return self._terminated
 
     @property
     def end_epoch(self) -> int:
@@ -251,7 +260,7 @@ class Context:
                 if epoch >= self.end_epoch:
                     return
             elif self._stop:
-                if epoch < self.end_epoch or self._stopped_by_controller:
+                if epoch < self.end_epoch or self._stopped_by_controller or self._terminated:
                     log.info("event=checkpoint_and_exit epoch=%d rank=%d", epoch, self.rank)
                     if self.checkpoint_dir and self.is_main and self._last_saved != epoch:
                         log.warning("event=checkpoint_behind_report epoch=%d saved_epoch=%s "
@@ -305,8 +314,16 @@ class Context:
             if code == _UNREACHABLE:
                 raise ProgressUnreachable(f"rank 0: {message}")
             raise WorkerError(f"rank 0 stopped: {message}")
+        # A rank sent SIGTERM (its pod is being deleted) stops every rank after this epoch, whose
+        # checkpoint is saved and whose report was posted.
+        requested = self._termination is not None and self._termination.requested
+        terminated = self._dist.any_rank(requested)
+        if terminated and not self._terminated:
+            log.info("event=terminating epoch=%d rank=%d signalled=%s", epoch, self.rank,
+                     "yes" if requested else "another rank")
         self._reported = epoch
-        self._stop = code != _GO_ON
+        self._terminated = terminated
+        self._stop = code != _GO_ON or terminated
         self._stopped_by_controller = code == _STOP_BY_CONTROLLER
         return not self._stop
 

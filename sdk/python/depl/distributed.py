@@ -161,6 +161,18 @@ class Distributed:
         dist.broadcast(holder, src=0)
         return int(holder.item())
 
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank when `flag` is true on some rank: one all-reduce (max) of one
+        element. Collective."""
+        if self.world_size == 1:
+            return flag
+        import torch
+        import torch.distributed as dist
+
+        holder = torch.tensor([1 if flag else 0], dtype=torch.int64, device=self._device)
+        dist.all_reduce(holder, op=dist.ReduceOp.MAX)
+        return bool(holder.item())
+
     def note_failure(self, message: str) -> None:
         """Leaves `message` in the store for the other ranks' diagnosis (best effort)."""
         if self.world_size == 1:

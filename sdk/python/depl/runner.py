@@ -4,7 +4,8 @@ One code path for every mode: the configuration comes from the flags (standalone
 contract's environment (under the operator); with ``--nproc N`` this process becomes rank 0 and
 starts ranks 1..N-1 as copies of itself; every rank joins torch.distributed, builds its
 ``Context`` and calls the training function. Exit codes: 0 done (or told to stop), 1 a runtime
-error, 2 a bad setting, 75 the progress endpoint did not take a report in time.
+error, 2 a bad setting, 75 the progress endpoint did not take a report in time, 143 stopped by
+SIGTERM after a checkpoint (depl.signals).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping, NoReturn, Sequence
 from .config import OptionsHook, RunConfig, parse_run_config
 from .context import Context, Converter
 from .errors import EXIT_BAD_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, PeerLost, WorkerError
+from .signals import EXIT_TERMINATED, TerminationRequest
 
 log = logging.getLogger("depl")
 
@@ -137,6 +139,8 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
     distributed = reporter = None  # reporter: rank 0's ProgressClient under the operator
     children: list[subprocess.Popen] = []
     config: RunConfig | None = None
+    termination = TerminationRequest()
+    termination.install()
     try:
         config = parse_run_config(argv, env, prog=prog, description=description, options=options,
                                   models=models)
@@ -176,11 +180,12 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
                  if config.operator else "")
         torch.manual_seed(config.seed)
         ctx = Context(config, device=device, distributed=distributed, reporter=reporter,
-                      convert=convert)
+                      convert=convert, termination=termination)
         ctx.prepare()
         train(ctx)
-        log.info("event=done rank=%d last_epoch=%s", config.rank, ctx._current)
-        code = EXIT_OK
+        log.info("event=done rank=%d last_epoch=%s%s", config.rank, ctx._current,
+                 " terminated=yes" if ctx.terminated else "")
+        code = EXIT_TERMINATED if ctx.terminated else EXIT_OK
     except WorkerError as e:
         code = _fail(prog, e, distributed, config)
     except Exception as e:  # the training function's own failure, or a collective's
@@ -191,6 +196,7 @@ def run_worker(train: Callable[[Context], Any], *, argv: Sequence[str], env: Map
             traceback.print_exc(file=sys.stderr)
             code = _fail(prog, WorkerError(f"{type(e).__name__}: {e}"), distributed, config)
     finally:
+        termination.restore()
         if distributed is not None:
             distributed.close()
     if children:

@@ -34,6 +34,8 @@ def options(group, env):
     group.add_argument("--fail-rank", type=int, default=-1)
     group.add_argument("--skip-load", action="store_true")
     group.add_argument("--kill-note", default="", help="write the time of the kill here first")
+    group.add_argument("--term-rank", type=int, default=-1, help="this rank sends itself SIGTERM")
+    group.add_argument("--term-at-epoch", type=int, default=-1)
 
 
 def train(ctx):
@@ -57,6 +59,8 @@ def train(ctx):
                 with open(o.kill_note, "w") as note:
                     note.write(repr(time.time()))
             os.kill(os.getpid(), signal.SIGKILL)
+        if epoch == o.term_at_epoch and ctx.rank == o.term_rank:
+            os.kill(os.getpid(), signal.SIGTERM)
         if epoch == o.kill_at_epoch and ctx.rank == o.fail_rank:
             raise RuntimeError("this rank fails on purpose")
         for x, y in ctx.shard(train_set).batches(ctx.local_batch_size(32)):
