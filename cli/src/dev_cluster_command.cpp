@@ -28,6 +28,7 @@ struct DevClusterArgs {
   std::vector<std::string> image_map;
   double pod_seconds = 5;
   std::string work_dir;
+  bool kueue_pod_webhook = false;
 };
 
 // Finds `name` the way execvp would, so a bad --image-map fails now, not when a pod starts.
@@ -57,6 +58,7 @@ int run_dev_cluster(const DevClusterArgs& args) {
   }
   options.port = static_cast<std::uint16_t>(args.port);
   options.insecure_http = args.insecure_http;
+  options.kueue_pod_webhook = args.kueue_pod_webhook;
   options.kubeconfig_path = args.kubeconfig_out;
   options.work_dir = args.work_dir;
   if (!std::isfinite(args.pod_seconds)) {
@@ -126,6 +128,9 @@ void add_dev_cluster_command(CLI::App& app, int& exit_code) {
                   "How long simulated (unmapped) containers run before succeeding");
   cmd->add_option("--work-dir", args->work_dir,
                   "Directory for the kubeconfig and pod logs (default: a temporary directory)");
+  cmd->add_flag("--kueue-pod-webhook", args->kueue_pod_webhook,
+                "Create pods labelled kueue.x-k8s.io/queue-name held by Kueue's admission gate "
+                "(remove the gate to admit them)");
   cmd->callback([args, &exit_code] { exit_code = run_dev_cluster(*args); });
 }
 

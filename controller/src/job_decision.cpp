@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <optional>
 #include <set>
@@ -11,6 +12,7 @@
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/progress_token.hpp"
+#include "depl/controller/queue_admission.hpp"
 #include "depl/controller/replan.hpp"
 #include "depl/controller/stoppable_solve.hpp"
 #include "depl/controller/worker_spec_validation.hpp"
@@ -167,6 +169,7 @@ class Decider {
           view_.policy_problem);
     }
     for (auto& message : check_job_policy(job_, view_.policy)) errors.push_back(std::move(message));
+    if (auto problem = queue_name_problem(job_)) errors.push_back(std::move(*problem));
     if (!errors.empty()) {
       invalid(errors);
       return finish();
@@ -184,6 +187,7 @@ class Decider {
     }
     problem_ = std::move(*problem);
     spec_ = job_["spec"];
+    queue_ = queue_name_of(job_);
 
     const std::string phase = str(status_, "phase");
     if (phase == phases::kSucceeded || phase == phases::kFailed) {
@@ -467,6 +471,14 @@ class Decider {
     }
     full_ = std::move(*full);
     pools_known_ = true;
+    // Time spent waiting for admission counts against the deadline: the plans fit in what is
+    // left of it.
+    if (full_.target.deadline_seconds) {
+      const double queued = queued_seconds(queue_from_json(status_), view_.now);
+      if (queued > 0) {
+        full_.target.deadline_seconds = std::max(*full_.target.deadline_seconds - queued, 1e-3);
+      }
+    }
 
     ProgressRecord progress = progress_from_json(status_);
     std::optional<PlanRecord> plan = plan_from_json(status_);
@@ -807,14 +819,108 @@ class Decider {
     }
     const PhaseLaunch launch =
         launch_of(plan, *mapped, progress, pos, stop_after - progress.epoch, false);
+    const std::size_t first_new = decision_.create.size();
     for (int rank = 0; rank < phase.workers; ++rank) {
       if (!present[static_cast<std::size_t>(rank)]) {
         decision_.create.push_back(build_worker_pod(launch, rank));
         decision_.needs_latest_job = true;  // it starts from the cached progress
       }
     }
-    set_phase(phases::kRunning, running_message(plan, progress, pos));
+    join_group(first_new, plan, pos, progress.round, phase.workers);
+    note_admission(current, plan, progress, pos);
     return true;
+  }
+
+  // ---- admission through a queue (queue_admission.hpp) ------------------------------------
+
+  // Puts the worker pods created from `first` on in the round's Kueue pod group.
+  void join_group(std::size_t first, const PlanRecord& plan, const Position& pos, int round,
+                  int workers) {
+    if (queue_.empty()) return;
+    const std::string group = pod_group_name(name_, plan.revision, pos.phase, round);
+    for (std::size_t i = first; i < decision_.create.size(); ++i) {
+      json& object = decision_.create[i];
+      if (object.value("kind", "") == "Pod") join_pod_group(object, queue_, group, workers);
+    }
+  }
+
+  // The round runs once no scheduling gate holds its workers; until then the job is Queued,
+  // neither failed nor stuck, and the wait is recorded in status.queue.
+  void note_admission(const std::vector<const json*>& current, const PlanRecord& plan,
+                      const ProgressRecord& progress, const Position& pos) {
+    std::string gates, created;  // of the earliest held pod: the wait started when it was made
+    for (const json* pod : current) {
+      std::string held = holding_gates(*pod);
+      if (held.empty()) continue;
+      const std::string made = str((*pod)["metadata"], "creationTimestamp");
+      if (gates.empty() || (!made.empty() && made < created)) {
+        gates = std::move(held);
+        created = made;
+      }
+    }
+    if (!gates.empty()) {
+      wait_for_admission(gates, created, plan, progress, pos);
+      return;
+    }
+    QueueRecord queue = queue_from_json(status_);
+    if (!queue.since.empty()) {
+      const double waited = queued_seconds(queue, view_.now) - queue.waited_seconds;
+      queue.waited_seconds += waited;
+      queue.since.clear();
+      queue.replanned = false;
+      status_["queue"] = to_json(queue);
+      const std::string message =
+          fmt::format("phase {} admitted after {:.0f}s waiting{}", pos.phase, waited,
+                      queue_.empty() ? std::string() : " in queue " + queue_);
+      condition(kQueued, false, "Admitted", message);
+      condition(conditions::kRunning, true, "Admitted", message);
+      event("Normal", "Admitted", message);
+    }
+    set_phase(phases::kRunning, running_message(plan, progress, pos));
+  }
+
+  void wait_for_admission(const std::string& gates, const std::string& created,
+                          const PlanRecord& plan, const ProgressRecord& progress,
+                          const Position& pos) {
+    QueueRecord queue = queue_from_json(status_);
+    const std::string by =
+        queue_.empty() ? std::string("its scheduling gates") : fmt::format("queue {}", queue_);
+    if (queue.since.empty()) {
+      const auto made = kube::parse_rfc3339(created);
+      queue.since = made && *made <= view_.now ? created : now_;
+      event("Normal", "Queued",
+            fmt::format("the workers of phase {} wait for admission by {} (held by {})", pos.phase,
+                        by, gates));
+    }
+    const auto& rec = plan.phases[pos.phase];
+    set_phase(kQueued, fmt::format("phase {}/{}: {} on {} ({} workers), epoch {}: waiting for "
+                                   "admission by {} since {}",
+                                   pos.phase + 1, plan.phases.size(), rec.model, rec.pool,
+                                   rec.workers, progress.epoch, by, queue.since));
+    const std::string held = fmt::format("held by {} since {}", gates, queue.since);
+    condition(kQueued, true, "WaitingForAdmission", held);
+    condition(conditions::kRunning, false, "Queued", held);
+    // The wait counts against the deadline: once the time waited and the plan's predicted
+    // duration no longer fit in it, the plan is made again (once per wait) with the time left.
+    const double waited = queued_seconds(queue, view_.now);
+    const auto left = seconds_until_wait_threatens_deadline(problem_.target.deadline_seconds,
+                                                            plan.duration_seconds, waited);
+    if (left && *left <= 0 && !queue.replanned) {
+      queue.replanned = true;
+      status_["replanRequested"] = true;
+      event("Warning", "QueueDelay",
+            fmt::format("phase {} has waited {:.0f}s for admission by {}; with the plan's {:.0f}s "
+                        "it would miss the deadline of {:.0f}s: planning again for the time left",
+                        pos.phase, waited, by, plan.duration_seconds,
+                        *problem_.target.deadline_seconds));
+      decision_.requeue_after = std::chrono::seconds(0);
+    } else if (left && *left > 0) {
+      const auto until = std::chrono::seconds(static_cast<long>(std::ceil(*left)));
+      if (!decision_.requeue_after || *decision_.requeue_after > until) {
+        decision_.requeue_after = until;
+      }
+    }
+    status_["queue"] = to_json(queue);
   }
 
   // Whether a pod was made for `phase` of the plan in force: same pool (annotation) and variant
@@ -934,12 +1040,15 @@ class Decider {
       has_service = has_service || label_int(svc, kPhaseLabel) == static_cast<int>(pos.phase);
     }
     if (!has_service) decision_.create.push_back(build_rendezvous_service(launch));
+    const std::size_t first_pod = decision_.create.size();
     for (int rank = 0; rank < phase.workers; ++rank)
       decision_.create.push_back(build_worker_pod(launch, rank));
     const auto& rec = plan.phases[pos.phase];
     const auto& refused = view_.round_without_pods;
     const bool started_already = refused && refused->phase == static_cast<int>(pos.phase) &&
                                  refused->round == progress.round && progress.round > 0;
+    join_group(first_pod, plan, pos, started_already ? progress.round : progress.round + 1,
+               phase.workers);
     if (!started_already) {
       status_["progress"]["round"] = progress.round + 1;
       event("Normal", "PhaseStarted",
@@ -1050,6 +1159,7 @@ class Decider {
   long generation_ = 1;
   std::string now_;
   std::string name_;
+  std::string queue_;  // the queue the workers are admitted through; "" for none
   solver::Problem problem_;
   std::vector<std::string> past_limits_;  // the spec's fields past the solver's limits
   solver::Problem full_;

@@ -41,6 +41,8 @@ void trim_cached_pod(json& pod) {
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     json& s = out["spec"] = json::object();
     copy_member(*spec, s, "nodeName");
+    // A job's worker held by a scheduling gate waits for admission (queue_admission.hpp).
+    if (ours) copy_member(*spec, s, "schedulingGates");
     if (auto containers = spec->find("containers");
         containers != spec->end() && containers->is_array()) {
       json& kept = s["containers"] = json::array();
@@ -104,6 +106,7 @@ kube::FieldFilter cached_pod_fields() {
     f.keep({"metadata", key});
   }
   f.keep({"spec", "nodeName"});
+  f.keep({"spec", "schedulingGates"});
   f.keep({"spec", "containers", "name"});
   f.keep({"spec", "containers", "resources", "requests", kGpuResource});
   f.keep({"spec", "containers", "resources", "limits", kGpuResource});

@@ -6,6 +6,8 @@
 
 #include "depl/common/kubernetes_names.hpp"
 #include "depl/controller/job_status.hpp"
+#include "depl/controller/queue_admission.hpp"
+#include "depl/controller/trainer_progress.hpp"
 
 namespace depl::controller {
 
@@ -92,7 +94,8 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
   const std::string phase = phase_field != status.end() && phase_field->is_string()
                                 ? phase_field->get<std::string>()
                                 : std::string();
-  if (phase != "Running") {
+  // A job whose workers were just admitted may still read Queued: a report proves they run.
+  if (phase != "Running" && phase != kQueued) {
     out.action = "checkpointAndExit";
     out.message = fmt::format("the job is {}, not Running", phase.empty() ? "not started" : phase);
     return out;
@@ -212,8 +215,12 @@ std::map<int, std::uint64_t> ProgressEndpoint::answered() const {
 
 HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
   HttpReply out = [&]() -> HttpReply {
-    // /v1/namespaces/<ns>/jobs/<name>/progress
-    std::string path = request.target.substr(0, request.target.find('?'));
+    // /v1/namespaces/<ns>/jobs/<name>/progress, or Kubeflow Trainer's
+    // /apis/trainer.kubeflow.org/v1alpha1/namespaces/<ns>/trainjobs/<name>/status
+    const std::size_t question = request.target.find('?');
+    std::string path = request.target.substr(0, question);
+    const std::string query =
+        question == std::string::npos ? std::string() : request.target.substr(question + 1);
     std::vector<std::string> parts;
     std::size_t start = 1;
     while (start <= path.size()) {
@@ -222,6 +229,11 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
       parts.push_back(path.substr(start, end - start));
       start = end + 1;
     }
+    const bool trainer = parts.size() == 8 && parts[0] == "apis" &&
+                         parts[1] == "trainer.kubeflow.org" && parts[2] == "v1alpha1" &&
+                         parts[3] == "namespaces" && parts[5] == "trainjobs" &&
+                         parts[7] == "status";
+    if (trainer) parts = {"v1", "namespaces", parts[4], "jobs", parts[6], "progress"};
     if (parts.size() != 6 || parts[0] != "v1" || parts[1] != "namespaces" || parts[3] != "jobs" ||
         parts[5] != "progress" || parts[2].empty() || parts[4].empty()) {
       return error_reply(404,
@@ -243,7 +255,16 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
     if (const auto now = clock_.now(); !job_reports_.allow(job_key, now)) {
       return too_many("too many progress reports for this job", job_reports_.wait(job_key, now));
     }
-    auto report = parse_progress_report(request.body);
+    Expected<ProgressReport> report = error("no report");
+    if (trainer) {
+      auto parsed = parse_trainer_report(request.body, query);
+      if (!parsed) return error_reply(400, parsed.error().message);
+      // Progress without a completed epoch and its loss records nothing.
+      if (!*parsed) return reply(200, json{{"action", "continue"}});
+      report = **parsed;
+    } else {
+      report = parse_progress_report(request.body);
+    }
     if (!report) return error_reply(400, report.error().message);
 
     for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <functional>
 
+#include "depl/controller/trainer_progress.hpp"
 #include "depl/solver/evaluator.hpp"
 
 namespace depl::controller {
@@ -206,6 +207,14 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
         {{"name", "checkpoint"}, {"persistentVolumeClaim", {{"claimName", (*c)["pvc"]}}}});
     mounts.push_back({{"name", "checkpoint"}, {"mountPath", c->value("path", "/checkpoints")}});
   }
+  // The progress token as a file too, for callbacks written for Kubeflow Trainer, which read it
+  // from the file KUBEFLOW_TRAINER_SERVER_TOKEN names.
+  volumes.push_back({{"name", "progress-token"},
+                     {"secret",
+                      {{"secretName", launch.token_secret},
+                       {"items", json::array({{{"key", kTokenKey}, {"path", kTokenKey}}})}}}});
+  mounts.push_back(
+      {{"name", "progress-token"}, {"mountPath", kProgressTokenDir}, {"readOnly", true}});
 
   const int port = rendezvous_port(job["metadata"].value("uid", ""), launch.phase);
   const std::string master =
@@ -226,6 +235,9 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
                 fmt::format("{}/v1/namespaces/{}/jobs/{}/progress", launch.progress_url, ns, name)),
       json{{"name", "DEPL_PROGRESS_TOKEN"},
            {"valueFrom", {{"secretKeyRef", {{"name", launch.token_secret}, {"key", kTokenKey}}}}}},
+      env_value(kTrainerServerUrlEnv,
+                trainer_status_url(launch.progress_url, ns, name, launch.phase, rank)),
+      env_value(kTrainerServerTokenEnv, fmt::format("{}/{}", kProgressTokenDir, kTokenKey)),
       env_value("DEPL_LOSS_PROFILE", assumed_profile(launch, model).dump()),
       env_value("WORLD_SIZE", std::to_string(phase.workers)),
       env_value("RANK", std::to_string(rank)),

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "depl/controller/job_status.hpp"
+#include "depl/controller/queue_admission.hpp"
 
 namespace depl::controller {
 namespace {
@@ -524,6 +525,64 @@ TEST(ProgressEndpoint, ConstantTimeCompare) {
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
   EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+}
+
+// Kubeflow Trainer's report, at Trainer's path with the phase and rank in the query, moves the
+// job forward as the native report does, behind the same token and limits.
+TEST(ProgressEndpoint, ATrainerStyleReportMovesTheJobForward) {
+  FakeAccess access;
+  FakeClock clock;
+  int recorded = 0;
+  ProgressEndpoint endpoint(access, clock,
+                            [&](const std::string&, const std::string&) { ++recorded; });
+  const std::string path =
+      "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/j/status?phase=0&rank=0";
+  const std::string body = R"({"trainerStatus":{"progressPercentage":40,)"
+                           R"("estimatedRemainingSeconds":30,"metrics":[)"
+                           R"({"name":"loss","value":"0.9"},{"name":"eval_loss","value":"0.61"},)"
+                           R"({"name":"currentEpoch","value":"2"},{"name":"totalEpochs",)"
+                           R"("value":"3"}],"lastUpdatedTime":"2026-01-01T00:00:00Z"}})";
+  EXPECT_EQ(endpoint.handle(post(body, "", path)).status, 401);
+  EXPECT_EQ(endpoint.handle(post(body, "wrong", path)).status, 401);
+  HttpReply no_rank = endpoint.handle(
+      post(body, "s3cret", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/j/status"));
+  EXPECT_EQ(no_rank.status, 400);
+  EXPECT_NE(no_rank.body.find("phase: required in the query"), std::string::npos) << no_rank.body;
+  EXPECT_EQ(access.writes, 0);
+
+  // Progress in the middle of an epoch is acknowledged and records nothing.
+  HttpReply midway = endpoint.handle(
+      post(R"({"trainerStatus":{"progressPercentage":20,"metrics":[{"name":"epoch","value":"1.5"},)"
+           R"({"name":"loss","value":"1.2"}]}})",
+           "s3cret", path));
+  EXPECT_EQ(midway.status, 200) << midway.body;
+  EXPECT_EQ(access.writes, 0);
+
+  HttpReply ok = endpoint.handle(post(body, "s3cret", path));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(json::parse(ok.body)["action"], "continue");
+  EXPECT_EQ(recorded, 1);
+  EXPECT_EQ(access.job["status"]["progress"]["epoch"], 2);
+  EXPECT_EQ(access.job["status"]["progress"]["loss"], 0.61);  // the validation loss
+  // The phase's last epoch is answered as natively (a Trainer client ignores the answer).
+  HttpReply last =
+      endpoint.handle(post(R"({"trainerStatus":{"metrics":[{"name":"currentEpoch","value":"3"},)"
+                           R"({"name":"eval_loss","value":"0.55"}]}})",
+                           "s3cret", path));
+  ASSERT_EQ(last.status, 200) << last.body;
+  EXPECT_EQ(json::parse(last.body)["action"], "checkpointAndExit");
+  EXPECT_EQ(access.job["status"]["progress"]["epoch"], 3);
+}
+
+// Workers admitted a moment ago may report before the controller has seen them run: a Queued
+// job takes their reports.
+TEST(ApplyProgress, AQueuedJobTakesReportsOfItsAdmittedWorkers) {
+  json job = running_job();
+  job["status"]["phase"] = kQueued;
+  const ProgressOutcome out = apply_progress(job, {0, 0, 2, 0.6});
+  EXPECT_EQ(out.action, "continue");
+  EXPECT_TRUE(out.status_changed);
+  EXPECT_EQ(job["status"]["progress"]["epoch"], 2);
 }
 
 }  // namespace

@@ -81,6 +81,11 @@ TEST(WorkerPods, CarriesTheWorkerContract) {
   EXPECT_EQ(env_of(pod, "RANK"), "1");
   EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-p0-w0.mnist-p0.ml.svc");
   EXPECT_EQ(env_of(pod, "DEPL_DATASET_URIS"), "b=s3://b");
+  // Kubeflow Trainer's status reporting: the same endpoint at Trainer's path, the token as a file.
+  EXPECT_EQ(env_of(pod, "KUBEFLOW_TRAINER_SERVER_URL"),
+            "http://127.0.0.1:8081/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/"
+            "mnist/status?phase=0&rank=1");
+  EXPECT_EQ(env_of(pod, "KUBEFLOW_TRAINER_SERVER_TOKEN"), "/var/run/secrets/depl/progress/token");
   EXPECT_EQ(env_of(pod, "X"), "1");
 }
 
@@ -110,7 +115,7 @@ TEST(WorkerPods, PlacesOnThePoolWithGpusAndOwner) {
   EXPECT_EQ(c["image"], "registry/full:1");
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "2");
   EXPECT_EQ(c["resources"]["limits"]["cpu"], "2");
-  EXPECT_EQ(spec["volumes"].size(), 2u);
+  EXPECT_EQ(spec["volumes"].size(), 3u);
   const json& owner = pod["metadata"]["ownerReferences"][0];
   EXPECT_EQ(owner["uid"], "u-1");
   EXPECT_EQ(owner["controller"], true);

@@ -55,6 +55,8 @@ struct ClusterSetup {
   std::function<void(std::vector<json>&)> edit_rbac;
   // Images that run something else than depl-sim-worker (image without tag -> executable).
   std::map<std::string, std::string> image_map;
+  // Pods on a Kueue queue are created gated (DevClusterOptions::kueue_pod_webhook).
+  bool kueue_pod_webhook = false;
 };
 
 class ControllerE2e : public ::testing::Test {

@@ -79,6 +79,19 @@ void apply_builtin_defaults(const ResourceType& type, json& object, std::uint32_
   }
 }
 
+void apply_kueue_pod_webhook(const ResourceType& type, json& object) {
+  if (type.custom || !type.group.empty() || type.plural != "pods") return;
+  static const json::json_pointer kQueue("/metadata/labels/kueue.x-k8s.io~1queue-name");
+  if (!object.contains(kQueue) || !object[kQueue].is_string()) return;
+  object["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true";
+  json& gates = object["spec"]["schedulingGates"];
+  if (!gates.is_array()) gates = json::array();
+  for (const auto& gate : gates) {
+    if (gate.is_object() && gate.value("name", "") == "kueue.x-k8s.io/admission") return;
+  }
+  gates.push_back({{"name", "kueue.x-k8s.io/admission"}});
+}
+
 json event_to_events_v1(const json& core) {
   json out = json::object();
   out["apiVersion"] = "events.k8s.io/v1";

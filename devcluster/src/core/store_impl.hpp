@@ -273,6 +273,8 @@ bool lacks_schema_defaults(const nlohmann::json& object, const nlohmann::json& s
 // reason SchedulingGated.
 void apply_builtin_defaults(const ResourceType& type, nlohmann::json& object,
                             std::uint32_t& next_ip, const std::string& now);
+// What Kueue's pod webhook does to a pod created on a queue (StoreOptions::kueue_pod_webhook).
+void apply_kueue_pod_webhook(const ResourceType& type, nlohmann::json& object);
 // events.k8s.io/v1 <-> core/v1 Event.
 nlohmann::json event_to_events_v1(const nlohmann::json& core);
 nlohmann::json events_v1_to_event(const nlohmann::json& v1);

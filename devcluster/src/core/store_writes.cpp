@@ -286,6 +286,8 @@ ApiResult ApiStore::Impl::create(const ResourceType& type, const ResourceRef& re
   if (auto refused = refuse_create(type, ref, name, key)) return std::move(*refused);
 
   std::vector<std::string> warnings;
+  // Mutating admission (the webhook a store plays) comes before the registry's defaults.
+  if (this->options.kueue_pod_webhook) apply_kueue_pod_webhook(type, body);
   apply_builtin_defaults(type, body, next_cluster_ip, now_text());
   if (auto problem = admit(type, body, options, warnings)) return *problem;
   // Server-owned metadata.
@@ -392,6 +394,7 @@ PreparedCreate ApiStore::Impl::prepare_create(const ResourceType& type, const Re
   }
   // Here create() looks at the namespace and whether the name is taken (commit_create).
   std::uint32_t no_cluster_ip = 0;  // not a Service (can_prepare_create)
+  if (this->options.kueue_pod_webhook) apply_kueue_pod_webhook(type, body);
   apply_builtin_defaults(type, body, no_cluster_ip, now);
   if (auto problem = admit(type, body, options, out.warnings)) {
     out.refusal = std::move(*problem);

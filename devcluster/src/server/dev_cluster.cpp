@@ -216,6 +216,7 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
   store_options.history_window = o.watch_history_window;
   store_options.graceful_pod_deletion = o.run_kubelet;
   store_options.seed = o.seed ? *o.seed : random_seed();
+  store_options.kueue_pod_webhook = o.kueue_pod_webhook;
   impl->store = std::make_unique<ApiStore>(store_options);
   if (auto nodes = impl->create_nodes(); !nodes) return unexpected(nodes.error());
   if (auto rbac = impl->bootstrap_rbac(); !rbac) return unexpected(rbac.error());

@@ -267,6 +267,38 @@ TEST_F(StoreTest, ScheduleGatesAreSetAtCreationAndOnlyRemovedAfter) {
             "schedulingGates have been cleared");
 }
 
+// With kueue_pod_webhook the store does what Kueue's pod webhook does to a pod on a queue, before
+// the registry's defaults: the pod is created gated (and says so) and marked as Kueue's.
+TEST(KueuePodWebhook, APodOnAQueueIsCreatedHeldByKueuesGate) {
+  FixedClock clock;
+  StoreOptions options{100, [&] { return clock.now; }, false, 7};
+  options.kueue_pod_webhook = true;
+  ApiStore store(options);
+  const auto create = [&](const json& pod) {
+    ApiResult r = store.create(core("pods", "default"), pod);
+    EXPECT_EQ(r.code, 201) << r.body.dump();
+    return r.body;
+  };
+  json queued = a_pod("queued", {{"kueue.x-k8s.io/queue-name", "team-a"}});
+  queued["spec"]["schedulingGates"] = json::array({{{"name", "example.com/other"}}});
+  const json held = create(queued);
+  EXPECT_EQ(held["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
+  EXPECT_EQ(
+      held["spec"]["schedulingGates"],
+      (json::array({{{"name", "example.com/other"}}, {{"name", "kueue.x-k8s.io/admission"}}})));
+  EXPECT_EQ(held["status"]["conditions"][0]["reason"], "SchedulingGated");
+  // A pod on no queue is left alone.
+  const json free = create(a_pod("free"));
+  EXPECT_FALSE(free["spec"].contains("schedulingGates"));
+  EXPECT_FALSE(free["metadata"]["labels"].contains("kueue.x-k8s.io/managed"));
+  // Without the option, a pod on a queue is not gated either (no Kueue in that cluster).
+  ApiStore plain(StoreOptions{100, [&] { return clock.now; }, false, 7});
+  ApiResult r =
+      plain.create(core("pods", "default"), a_pod("q", {{"kueue.x-k8s.io/queue-name", "team-a"}}));
+  ASSERT_EQ(r.code, 201);
+  EXPECT_FALSE(r.body["spec"].contains("schedulingGates"));
+}
+
 TEST_F(StoreTest, ServicePortsProtocolsTypesAndClusterIpAreChecked) {
   auto service = [](const json& spec) {
     return json{

@@ -22,18 +22,30 @@ inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "depl-operator";
 // Key in the job's token Secret that holds the progress token (progress_token.hpp).
 inline constexpr const char* kTokenKey = "token";
+// Where worker pods find the progress token as a file (kTokenKey in it).
+inline constexpr const char* kProgressTokenDir = "/var/run/secrets/depl/progress";
 
 // The environment variables the operator sets on worker pods (docs/worker-contract.md, section
 // 1). A job's models[].env may add others but not these.
-inline constexpr std::array<std::string_view, 16> kContractEnvNames = {
-    "DEPL_JOB",          "DEPL_NAMESPACE",
-    "DEPL_PHASE",        "DEPL_MODEL",
-    "DEPL_EPOCHS",       "DEPL_START_EPOCH",
-    "DEPL_DATASETS",     "DEPL_CHECKPOINT_DIR",
-    "DEPL_PROGRESS_URL", "DEPL_PROGRESS_TOKEN",
-    "DEPL_LOSS_PROFILE", "DEPL_DATASET_URIS",
-    "WORLD_SIZE",        "RANK",
-    "MASTER_ADDR",       "MASTER_PORT"};
+inline constexpr std::array<std::string_view, 18> kContractEnvNames = {
+    "DEPL_JOB",
+    "DEPL_NAMESPACE",
+    "DEPL_PHASE",
+    "DEPL_MODEL",
+    "DEPL_EPOCHS",
+    "DEPL_START_EPOCH",
+    "DEPL_DATASETS",
+    "DEPL_CHECKPOINT_DIR",
+    "DEPL_PROGRESS_URL",
+    "DEPL_PROGRESS_TOKEN",
+    "DEPL_LOSS_PROFILE",
+    "DEPL_DATASET_URIS",
+    "WORLD_SIZE",
+    "RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "KUBEFLOW_TRAINER_SERVER_URL",
+    "KUBEFLOW_TRAINER_SERVER_TOKEN"};
 
 // How workers find their rank-0 peer: through the headless Service's DNS name (a real cluster),
 // or on loopback (the dev cluster, where every pod is a local process).

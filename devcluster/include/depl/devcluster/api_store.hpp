@@ -144,6 +144,11 @@ struct StoreOptions {
   // computed its write from the state it read and is about to store it; a write the callback
   // makes to the same object sends the first one round again (with the lock held throughout).
   std::function<void(const ResourceRef&)> before_commit;
+  // Plays Kueue's pod webhook: a pod created with the kueue.x-k8s.io/queue-name label gets the
+  // kueue.x-k8s.io/admission scheduling gate and the kueue.x-k8s.io/managed=true label. Nothing
+  // admits it: whoever plays the queue (a test, a person) removes the gate, as Kueue does when it
+  // admits the pod's group.
+  bool kueue_pod_webhook = false;
 };
 
 class ApiStore {

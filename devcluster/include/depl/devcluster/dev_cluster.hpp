@@ -54,6 +54,8 @@ struct DevClusterOptions {
   // the pod for orphaned (as kube-controller-manager's 40 s); a node seen deleted counts at once.
   std::chrono::milliseconds orphan_pod_quarantine = std::chrono::seconds(40);
   int server_threads = 2;
+  // StoreOptions::kueue_pod_webhook: pods on a Kueue queue are created gated.
+  bool kueue_pod_webhook = false;
 };
 
 // What a request-matching fault or a request observer looks at (DevCluster::fail_requests_where,
