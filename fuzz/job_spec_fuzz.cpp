@@ -1,8 +1,10 @@
 // Fuzz target: a DependableTrainingJob manifest, as YAML through parse_job_yaml and, when the
-// input is JSON, as the controller's JSON form through parse_job_json and the controller's check
-// of the fields worker pods carry (validate_worker_fields). Bad input must come back as messages
+// input is JSON, as the controller's JSON form through parse_job_json under both limits (the
+// solver's, and the stored job's with past_solver_limits) and the controller's check of the
+// fields worker pods carry (validate_worker_fields). Bad input must come back as messages
 // (never an exception, crash or empty message); good input must satisfy the rules the solver
 // relies on without checking them again.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -92,10 +94,28 @@ int job_spec(const std::uint8_t* data, std::size_t size) {
   }
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!object.is_discarded()) {
-    if (auto job = solver::parse_job_json(object)) {
+    auto job = solver::parse_job_json(object);
+    if (job) {
       check_problem(*job);
+      check(solver::past_solver_limits(*job).empty(), "a job the solver reads is within limits");
     } else {
       check_errors(job.error(), "");
+    }
+    // The controller's read: what the API server stores. It reads at least what the solver's
+    // read does, and the solver's limits checked on it say exactly what that read refuses.
+    if (auto stored = solver::parse_job_json(object, solver::JobLimits::Stored)) {
+      check_problem(*stored);
+      const std::vector<std::string> past = solver::past_solver_limits(*stored);
+      check(job.has_value() == past.empty(), "the limits on a stored job agree with the parser");
+      if (!job) {
+        for (const auto& message : job.error().messages) {
+          check(std::find(past.begin(), past.end(), message) != past.end(),
+                "the parser's limit message is the check's");
+        }
+      }
+    } else {
+      check_errors(stored.error(), "");
+      check(!job.has_value(), "a job the stored read refuses is refused under the solver's limits");
     }
     for (const auto& message : controller::validate_worker_fields(object)) {
       check(message.rfind("spec.", 0) == 0 || message.rfind("metadata.", 0) == 0,

@@ -1,6 +1,7 @@
 #include "depl/solver/solve.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "algorithms.hpp"
 #include "dataset_selection.hpp"
+#include "depl/solver/parse.hpp"
 #include "explain.hpp"
 #include "lower_bound.hpp"
 #include "plan_scorer.hpp"
@@ -246,7 +248,7 @@ bool has_interruptions(const Problem& problem) {
 // deadline, a tighter deadline and a larger loss probability), judges every plan found by the
 // exact evaluator on the real problem, and returns the cheapest feasible one.
 SolveResult solve_depl_with_interruptions(const Problem& problem, const SolveOptions& options,
-                                           BudgetMeter& meter) {
+                                          BudgetMeter& meter) {
   SolveResult result =
       solve_depl(problem, options, Algorithm::DepL, guarantee_kappa(problem.target), meter);
   if (!has_interruptions(problem)) return result;
@@ -322,6 +324,10 @@ Expected<SolveResult> solve(const Problem& problem, const SolveOptions& options)
   }
   if (problem.models.empty() || problem.datasets.empty() || problem.pools.empty()) {
     return error("problem: needs at least one dataset, one model and one pool");
+  }
+  // The budget's promise (an answer within it) holds only for problems within the limits.
+  if (const auto past = past_solver_limits(problem); !past.empty()) {
+    return error(fmt::format("problem: past the solver's limits: {}", fmt::join(past, "; ")));
   }
   internal::BudgetMeter meter(options.budget);
   const bool certifying = options.algorithm == Algorithm::DepL && options.certify;

@@ -3,13 +3,17 @@
 // them all the same under JobLimits::Stored (the controller keeps such a job and does not plan it).
 #include "depl/solver/limits.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "depl/common/yaml_json.hpp"
 #include "depl/solver/parse.hpp"
+#include "depl/solver/solve.hpp"
 
 namespace depl::solver {
 namespace {
@@ -163,6 +167,92 @@ TEST(Limits, AStoredJobPastTheSolversLimitsIsReadAll) {
   const std::string e = errors(past, JobLimits::Stored);
   EXPECT_NE(e.find("spec.training.maxEpochs: must be in [1,100000]"), std::string::npos) << e;
   EXPECT_NE(e.find("spec.training.maxSwitches: must be in [0,1000]"), std::string::npos) << e;
+}
+
+// A job read under Stored is checked against the solver's limits without a second parse: the
+// same fields, in the parser's words, and none for a job the solver admits.
+TEST(Limits, AStoredJobIsCheckedWithoutParsingItAgain) {
+  auto within = parse_job_json(job(limits::kDatasets, limits::kModels), JobLimits::Stored);
+  ASSERT_TRUE(within.has_value());
+  EXPECT_TRUE(past_solver_limits(*within).empty());
+
+  json big = job(limits::kDatasets + 1, limits::kModels + 1);
+  big["spec"]["datasets"][1]["name"] = std::string(limits::kNameLength + 1, 'a');
+  for (std::size_t i = 0; i <= limits::kLocality; ++i) {
+    big["spec"]["datasets"][2]["locality"].push_back(std::string(limits::kNameLength + 1, 'p'));
+  }
+  big["spec"]["models"][3]["image"] = std::string(limits::kImageLength + 1, 'i');
+  big["spec"]["models"][4]["gpusPerWorker"] = limits::kGpusPerWorker + 1;
+  big["spec"]["training"] = {{"maxEpochs", 5000},
+                             {"maxSwitches", limits::kMaxSwitches + 1},
+                             {"batchSize", limits::kBatchSize + 1},
+                             {"workers", {{"min", 65}, {"max", 70}}}};
+  auto problem = parse_job_json(big, JobLimits::Stored);
+  ASSERT_TRUE(problem.has_value());
+  const std::vector<std::string> past = past_solver_limits(*problem);
+  const std::vector<std::string> expected = {
+      "spec.datasets: must list at most 64 items, got 65",
+      "spec.datasets[1].name: must be at most 63 characters, got 64",
+      "spec.datasets[2].locality: must list at most 32 items, got 33",
+  };
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_LT(i, past.size());
+    EXPECT_EQ(past[i], expected[i]);
+  }
+  // Every item of the long locality list is named, then the models and the training fields.
+  const std::string all = fmt::format("{}", fmt::join(past, "\n"));
+  for (const char* message : {"spec.datasets[2].locality[32]: must be at most 63 characters",
+                              "spec.models: must list at most 12 items, got 13",
+                              "spec.models[3].image: must be at most 512 characters, got 513",
+                              "spec.models[4].gpusPerWorker: must be in [1,16], got 17",
+                              "spec.training.batchSize: must be in [1,1048576], got 1048577",
+                              "spec.training.maxEpochs: must be in [1,1000], got 5000",
+                              "spec.training.maxSwitches: must be in [0,4], got 5",
+                              "spec.training.workers.min: must be in [1,64], got 65",
+                              "spec.training.workers.max: must be in [1,64], got 70"}) {
+    EXPECT_NE(all.find(message), std::string::npos) << message << " in\n" << all;
+  }
+  // The parser under the solver's limits names the same fields in the same words.
+  auto refused = parse_job_json(big);
+  ASSERT_FALSE(refused.has_value());
+  for (const auto& message : refused.error().messages) {
+    EXPECT_NE(std::find(past.begin(), past.end(), message), past.end()) << message;
+  }
+}
+
+// The solver's budget promises an answer only within the limits: solve() refuses a problem past
+// them (whoever built it) instead of running on without a bound.
+TEST(Limits, SolveRefusesAProblemPastTheLimits) {
+  auto problem = parse_job_json(job(2, 1), JobLimits::Stored);
+  ASSERT_TRUE(problem.has_value());
+  Pool pool;
+  pool.name = "p";
+  pool.gpu_type = "t";
+  pool.gpus = 4;
+  pool.gpu_gflops = 1000;
+  pool.price_per_gpu_hour = 1;
+  pool.bandwidth = 1e9;
+  pool.storage_bandwidth = 1e9;
+  problem->pools.push_back(pool);
+  EXPECT_TRUE(solve(*problem).has_value());
+
+  problem->training.max_epochs = limits::kMaxEpochs + 1;
+  auto refused = solve(*problem);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("spec.training.maxEpochs: must be in [1,1000], got 1001"),
+            std::string::npos)
+      << refused.error().message;
+
+  problem->training.max_epochs = limits::kMaxEpochs;
+  for (std::size_t k = 1; k <= limits::kPools; ++k) {
+    pool.name = "p" + std::to_string(k);
+    problem->pools.push_back(pool);
+  }
+  refused = solve(*problem);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("pools: must list at most 64 items, got 65"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 TEST(Limits, PoolsFiles) {

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "depl/solver/limits.hpp"
 #include "support/instance_families.hpp"
 
 namespace depl::solver {
@@ -196,7 +198,8 @@ TEST(DepL, ShortHorizonIsHorizon) {
 
 TEST(DepL, NoRoomIsCapacity) {
   Problem p = testing::small_instance(8);
-  for (auto& m : p.models) m.gpus_per_worker = 64;
+  for (auto& m : p.models) m.gpus_per_worker = limits::kGpusPerWorker;
+  for (auto& k : p.pools) k.gpus = std::min(k.gpus, limits::kGpusPerWorker - 1);
   const SolveResult r = run(p, Algorithm::DepL);
   ASSERT_FALSE(r.feasible);
   EXPECT_EQ(r.infeasibility.binding, "capacity");

@@ -28,6 +28,13 @@ struct ValidationError {
 // solver's limits (the controller keeps it, and names the field that keeps it from a plan).
 enum class JobLimits { Solver, Stored };
 
+// The fields of `problem` past the solver's limits (limits.hpp), one message per field in the
+// parser's words ("spec.datasets: must list at most 64 items, got 65", "pools[3].name: must be
+// at most 63 characters, got 70"); empty when the solver admits it. A job read under `Stored`
+// that reads under `Solver` too has none, and solve() refuses a problem that has any, so a
+// caller that read a job under `Stored` asks this instead of parsing the job again.
+std::vector<std::string> past_solver_limits(const Problem& problem);
+
 // The job part of a Problem (everything but pools), from the manifest's YAML text.
 // `source` names the file in messages ("job.yaml: ...") when not empty.
 Expected<Problem, ValidationError> parse_job_yaml(std::string_view yaml,
