@@ -103,7 +103,7 @@ test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/kube_runtime_tests
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/devcluster_core_tests --gtest_filter='$(TSAN_DEVCLUSTER_FILTER)'
 
-# libFuzzer on every parser of outside input (issue 8), one target after the other, each for
+# libFuzzer on every parser of outside input, one target after the other, each for
 # FUZZ_SECONDS on a working copy of its seeds in $(FUZZ_BUILD)/corpus/ (new inputs never go into
 # the repo; fuzz/regressions/ is read as extra seeds). Fails when any target finds a crash, leak,
 # UBSan report or a hang (> 10 s); the input is then in $(FUZZ_BUILD)/artifacts/<target>/.

@@ -1,4 +1,4 @@
-// depl-dependability-bench: does the promise hold on real training? (issue 6, "Proof")
+// depl-dependability-bench: does the promise hold on real training?
 //
 // 1. Profiles the reference worker's variants on Fashion-MNIST (K seeded runs each, and the loss
 //    jump of each allowed switch at two switch points) and fits the loss profiles and jumps with

@@ -1,4 +1,4 @@
-// depl-devcluster-bench (issue 4): 10,000 pods, 50 HTTP watchers, sustained status writes; reports
+// depl-devcluster-bench: 10,000 pods, 50 HTTP watchers, sustained status writes; reports
 // watch events delivered per second (summed over watchers) and the process's resident memory.
 // A report, not a timed test. Usage: depl-devcluster-bench [pods] [watchers] [seconds]
 //

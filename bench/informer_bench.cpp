@@ -1,4 +1,4 @@
-// Informer throughput and footprint (issue 3): watch events decoded and applied to the store per
+// Informer throughput and footprint: watch events decoded and applied to the store per
 // second on one core, and resident memory per cached object. The watch body is served by the
 // scripted transport, so the measured path is the real one (WatchStream decoding -> Watcher
 // state machine -> Informer -> Store with the default label/owner/node indexes), minus sockets;

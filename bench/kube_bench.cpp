@@ -1,4 +1,4 @@
-// Watch decoding throughput (issue 3): small Pod watch events per second through the real
+// Watch decoding throughput: small Pod watch events per second through the real
 // WatchDecoder on one core, fed in 16 KiB chunks that split events anywhere, as a socket would.
 // Target >= 50,000 objects/s. Applying events to the informer store is measured by
 // depl-informer-bench; `decode_events` below is the hook both share in spirit: bytes in, events

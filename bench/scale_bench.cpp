@@ -1,11 +1,11 @@
-// depl-scale-bench (issue 8, "Scale"): the operator against a big simulated cluster. An
+// depl-scale-bench: the operator against a big simulated cluster. An
 // in-process dev cluster with N nodes in P pools and simulated containers (no processes), the
 // real depl-controller binary as a child process (so its memory and CPU are its own), J jobs
 // applied at once, each with a seeded worker count. Measures, from the API server's own watch:
 // time until every job is planned, job-creation-to-first-pod latency, reconciles per second
 // (the controller's /metrics), and the controller's peak RSS and CPU seconds. Optionally
 // pre-creates unrelated running pods that the controller's pod informer caches. A report, not a
-// timed test; docs/benchmarks.md ("Scale (issue 8)") has the figures and the command.
+// timed test; docs/benchmarks.md ("Scale") has the figures and the command.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // depl-bench: measures DepL against OPT, EXP and FULL on the seeded instance families of
 // tests/solver/support/instance_families.hpp and prints the report recorded in
-// docs/benchmarks.md (section "Solver (issue 2)"). Times are wall-clock on one thread.
+// docs/benchmarks.md (section "Solver"). Times are wall-clock on one thread.
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>

@@ -37,7 +37,7 @@ endfunction()
 # depl_link_allocator(TARGET): links the long-running processes (the controller, and the
 # executables that host the dev cluster) with gperftools' tcmalloc instead of glibc's malloc when
 # DEPL_TCMALLOC is on. Both sides build and free a JSON tree per object version from several
-# threads; docs/benchmarks.md ("Scale (issue 8)", sixth round) has the measurement that chose it.
+# threads; docs/benchmarks.md ("Scale", the allocator) has the measurement that chose it.
 # --no-as-needed: nothing calls tcmalloc by name, it replaces malloc when the binary is loaded.
 function(depl_link_allocator target)
   if(DEPL_TCMALLOC)

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   // no arenas). glibc gives each thread that allocates a heap of its own, up to 8 per core. The
   // controller's threads (informers, workers, endpoints) allocate and free each other's objects,
   // and every arena kept its own free memory: 2 arenas hold a burst of 1,000 jobs with 10,000
-  // other pods cached in ~1.6 MiB less RSS, for no measurable CPU (docs/benchmarks.md, Scale).
+  // other pods cached in ~1.5 MiB less RSS, for no measurable CPU (docs/benchmarks.md, Scale).
   // The MALLOC_ARENA_MAX environment variable still decides when it is set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) ::mallopt(M_ARENA_MAX, 2);
 #endif

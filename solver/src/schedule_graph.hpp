@@ -148,9 +148,9 @@ class ScheduleSearch {
   bool started_ = false;
 };
 
-// A solve runs many searches (per dataset selection, weight and mode). Each used to allocate
-// its labels, heap, dominance index and bound tables afresh and fault the pages in; handing the
-// next search the previous one's buffers removes that cost. Not for use by two searches at once.
+// A solve runs many searches (per dataset selection, weight and mode). Handing the next search
+// the previous one's buffers (labels, heap, dominance index, bound tables) spares it allocating
+// them afresh and faulting the pages in. Not for use by two searches at once.
 class ScheduleSearch::Scratch {
  public:
   // Bytes the dominance indexes keep between searches.

@@ -378,8 +378,8 @@ TEST(ProgressEndpoint, TheFailedAuthenticationLimitSaysWhenToRetry) {
   EXPECT_EQ(after.status, 401) << after.body;
 }
 
-// A stranger without the token used to spend the job's own budget (the limit came before the
-// token check), so the job's workers got 429 and dropped their reports.
+// A stranger without the token cannot spend the job's own budget: were the limit checked before
+// the token, the job's workers would get 429 and drop their reports.
 TEST(ProgressEndpoint, AStrangerCannotSpendAJobsBudget) {
   FakeAccess access;
   FakeClock clock;

@@ -1,6 +1,5 @@
 // The client and the runtime against a real API server: the embedded dev cluster over HTTPS with
-// its generated CA and bearer token, reached through the kubeconfig it writes (issue 3, "once the
-// embedded API server exists, integration tests run the runtime against it"). The faults are the
+// its generated CA and bearer token, reached through the kubeconfig it writes. The faults are the
 // dev cluster's own: dropped watches, a compacted history (410 on resume), an outage, 429 and
 // 409 answers. Nothing here knows about DepL.
 #include <gtest/gtest.h>

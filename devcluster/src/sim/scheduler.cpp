@@ -83,8 +83,8 @@ struct Scheduler::Loop {
   std::vector<NodeFacts> node_list;
 
   // What scheduling reads of a pod, worked out once per version of it, from the cache's events:
-  // each round used to look at every pod (GPUs in use are GPUs in use), and with a burst's
-  // thousands of rounds over thousands of pods that was most of the scheduler's work. `used`
+  // working it out at each round for every pod (GPUs in use are GPUs in use) would be, with a
+  // burst's thousands of rounds over thousands of pods, most of the scheduler's work. `used`
   // (what bound pods hold on each node) and `waiting` (the pods to schedule) follow the facts.
   // The views point into `object`, which the entry keeps.
   struct PodFacts {

@@ -405,8 +405,8 @@ TEST_F(DevClusterTest, SimulatedContainersLogOneLineAndTouchNoDisk) {
 }
 
 // A followed log of a container that has printed nothing yet stays open: its first, empty read
-// used to go out as a zero-length chunk, the chunked encoding's end, and `kubectl logs -f` ended
-// at once with nothing.
+// must not go out as a zero-length chunk (the chunked encoding's end), which would end
+// `kubectl logs -f` at once with nothing.
 TEST_F(DevClusterTest, FollowedLogOfAQuietContainerWaitsForItsOutput) {
   create_pod(
       {{"restartPolicy", "Never"}, {"containers", {shell_container("sleep 1; echo woke up")}}},

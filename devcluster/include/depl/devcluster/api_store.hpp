@@ -89,7 +89,7 @@ struct WriteOptions {
   // object, shared) and leaves `body` null, instead of copying the object into `body`: for
   // callers that only serialize the answer (the HTTP handler) or only look at its code (the
   // simulated kubelet and scheduler). A pod is a few KB of JSON; the copy and its destruction
-  // were ~8% of the CPU of the scale bench's burst (docs/benchmarks.md).
+  // were ~8% of the CPU of the scale bench's burst.
   bool shared_answer = false;
   // Fields the request body sent twice ("metadata.name"), as the server's decoder found them:
   // refused with Strict, a warning with Warn, as unknown fields are.
