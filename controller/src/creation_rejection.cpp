@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "depl/controller/job_decision.hpp"
+#include "depl/common/json_fields.hpp"
 #include "depl/controller/job_status.hpp"
 
 namespace depl::controller {
@@ -12,21 +12,8 @@ using nlohmann::json;
 
 constexpr const char* kNotRunning = "no workers run while the API server refuses them";
 
-std::string str(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& at(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
 long generation_of(const json& job) {
-  const json& g = at(at(job, "metadata"), "generation");
+  const json& g = json_at(job, {"metadata", "generation"});
   return g.is_number_integer() ? g.get<long>() : 1;
 }
 
@@ -38,7 +25,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 int index_by_name(const json& list, const std::string& name) {
   if (!list.is_array() || name.empty()) return -1;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    if (str(list[i], "name") == name) return static_cast<int>(i);
+    if (json_string(list[i], "name") == name) return static_cast<int>(i);
   }
   return -1;
 }
@@ -60,9 +47,9 @@ std::string job_field_of(const json& job, const json& object, const std::string&
       field == "spec.hostname" || field == "spec.subdomain") {
     return "metadata.name";  // object names and hostnames are made from the job's name
   }
-  if (str(object, "kind") != "Pod") return "";
-  const json& spec = at(job, "spec");
-  const json& pod_spec = at(object, "spec");
+  if (json_string(object, "kind") != "Pod") return "";
+  const json& spec = json_member(job, "spec");
+  const json& pod_spec = json_member(object, "spec");
   if (field == "spec.serviceAccountName" || starts_with(field, "spec.nodeSelector")) {
     return "spec.podTemplate." + field.substr(5);
   }
@@ -71,15 +58,15 @@ std::string job_field_of(const json& job, const json& object, const std::string&
   }
   const std::string container = "spec.containers[0]";
   if (!starts_with(field, container + ".")) return "";
-  const json& containers = at(pod_spec, "containers");
+  const json& containers = json_member(pod_spec, "containers");
   if (!containers.is_array() || containers.empty()) return "";
-  const json& env = at(containers[0], "env");
+  const json& env = json_member(containers[0], "env");
   if (!env.is_array()) return "";
   std::string model_name;  // the variant the pod runs
   for (const auto& e : env) {
-    if (str(e, "name") == "DEPL_MODEL") model_name = str(e, "value");
+    if (json_string(e, "name") == "DEPL_MODEL") model_name = json_string(e, "value");
   }
-  const json& models = at(spec, "models");
+  const json& models = json_member(spec, "models");
   const int model = index_by_name(models, model_name);
   if (model < 0) return "";
   const std::string model_path = fmt::format("spec.models[{}]", model);
@@ -88,8 +75,8 @@ std::string job_field_of(const json& job, const json& object, const std::string&
   const int k = index_after(field, container + ".env");
   if (k >= 0 && static_cast<std::size_t>(k) < env.size()) {
     // The model's env follows the contract's variables: find the entry by name.
-    const int m = index_by_name(at(models[static_cast<std::size_t>(model)], "env"),
-                                str(env[static_cast<std::size_t>(k)], "name"));
+    const int m = index_by_name(json_member(models[static_cast<std::size_t>(model)], "env"),
+                                json_string(env[static_cast<std::size_t>(k)], "name"));
     if (m >= 0) return fmt::format("{}.env[{}]", model_path, m);
   }
   return "";
@@ -112,11 +99,11 @@ bool is_rejection(const kube::ApiError& error) {
 
 std::string rejection_message(const json& job, const json& object, const kube::ApiError& error) {
   std::string what;
-  const json& causes = at(error.details, "causes");
+  const json& causes = json_member(error.details, "causes");
   if (causes.is_array()) {
     for (const auto& cause : causes) {
-      const std::string field = str(cause, "field");
-      const std::string message = str(cause, "message");
+      const std::string field = json_string(cause, "field");
+      const std::string message = json_string(cause, "message");
       if (field.empty() && message.empty()) continue;
       if (!what.empty()) what += "; ";
       what += field.empty() ? message : fmt::format("{}: {}", field, message);
@@ -126,43 +113,39 @@ std::string rejection_message(const json& job, const json& object, const kube::A
     }
   }
   if (what.empty()) what = error.message;
-  return bounded(fmt::format("the API server refused {} {} ({} {}): {}", str(object, "kind"),
-                             str(at(object, "metadata"), "name"), error.code, error.reason, what),
-                 kMaxRejectionMessage);
+  return bounded(
+      fmt::format("the API server refused {} {} ({} {}): {}", json_string(object, "kind"),
+                  json_string(json_member(object, "metadata"), "name"), error.code, error.reason,
+                  what),
+      kMaxRejectionMessage);
 }
 
 std::string failed_create_message(const json& object, const kube::ApiError& error) {
-  return bounded(fmt::format("Error creating {} {}: {}", str(object, "kind"),
-                             str(at(object, "metadata"), "name"), error.to_string()),
-                 kMaxRejectionMessage);
+  return bounded(
+      fmt::format("Error creating {} {}: {}", json_string(object, "kind"),
+                  json_string(json_member(object, "metadata"), "name"), error.to_string()),
+      kMaxRejectionMessage);
 }
 
-std::optional<std::string> recorded_rejection(const json& status, long generation) {
-  const json& conditions = at(status, "conditions");
-  if (!conditions.is_array()) return std::nullopt;
-  for (const auto& c : conditions) {
-    if (str(c, "type") != conditions::kValid) continue;
-    const json& observed = at(c, "observedGeneration");
-    if (str(c, "status") == "False" && str(c, "reason") == kRejectedByApiServer &&
-        observed.is_number_integer() && observed.get<long>() == generation) {
-      return str(c, "message");
-    }
-    return std::nullopt;
+std::optional<std::string> recorded_rejection(const JobStatus& status, long generation) {
+  const Condition* valid = status.condition(conditions::kValid);
+  if (valid != nullptr && valid->status == "False" && valid->reason == kRejectedByApiServer &&
+      valid->observed_generation == generation) {
+    return valid->message;
   }
   return std::nullopt;
 }
 
-bool record_rejection(json& status, const std::string& message, long generation,
+bool record_rejection(JobStatus& status, const std::string& message, long generation,
                       const std::string& now_rfc3339) {
-  if (!status.is_object()) status = json::object();
-  const json before = status;
+  const JobStatus before = status;
   set_condition(status, conditions::kValid, false, kRejectedByApiServer, message, generation,
                 now_rfc3339);
   set_condition(status, conditions::kRunning, false, kRejectedByApiServer, kNotRunning, generation,
                 now_rfc3339);
-  status["phase"] = phases::kPending;
-  status["message"] = message;
-  return status != before;
+  status.phase = phases::kPending;
+  status.message = message;
+  return !(status == before);
 }
 
 std::optional<json> job_recording_rejection(const json& built_from, const json& latest,
@@ -170,8 +153,10 @@ std::optional<json> job_recording_rejection(const json& built_from, const json& 
                                             const std::string& now_rfc3339) {
   const long generation = generation_of(built_from);
   if (generation_of(latest) != generation) return std::nullopt;
+  JobStatus status = decode_status(json_member(latest, "status"));
+  if (!record_rejection(status, message, generation, now_rfc3339)) return std::nullopt;
   json updated = latest;
-  if (!record_rejection(updated["status"], message, generation, now_rfc3339)) return std::nullopt;
+  updated["status"] = encode_status(status);
   return updated;
 }
 

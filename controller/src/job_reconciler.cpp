@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "depl/common/json_fields.hpp"
+#include "depl/common/time.hpp"
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
@@ -15,24 +17,12 @@ namespace resources = kube::resources;
 
 namespace {
 
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::vector<json> owned(const kube::Store& store, const std::string& uid) {
   std::vector<json> out;
   for (const auto& object : store.by_index(kube::indexes::kByOwnerUid, uid)) {
     if (kube::controller_uid(*object) == uid) out.push_back(*object);
   }
   return out;
-}
-
-// `key` of `object` without a copy (json::value() returns one); an empty object when absent.
-const json& member(const json& object, const char* key) {
-  static const json empty = json::object();
-  auto it = object.find(key);
-  return it != object.end() && it->is_object() ? *it : empty;
 }
 
 // Whether a failed create is worth a FailedCreate Event: an answer of the API server other than
@@ -100,11 +90,11 @@ JobReconciler::JobReconciler(kube::Client& client, JobCaches caches, Clock& cloc
 JobView JobReconciler::view_of(const json& job) const {
   JobView view;
   view.job = job;
-  const std::string uid = str(job["metadata"], "uid");
+  const std::string uid = json_string(job["metadata"], "uid");
   view.owned_pods = owned(caches_.pods, uid);
   view.owned_services = owned(caches_.services, uid);
   if (!progress_token_of(job))
-    view.new_token_secret = new_token_secret_name(str(job["metadata"], "name"));
+    view.new_token_secret = new_token_secret_name(json_string(job["metadata"], "name"));
   view.now = clock_.wall_now();
   if (auto cm = caches_.job_policy.get({options_.catalog_namespace, kJobPolicyConfigMap})) {
     if (auto policy = parse_job_policy(*cm)) {
@@ -117,7 +107,7 @@ JobView JobReconciler::view_of(const json& job) const {
   // A job waiting for its first plan does not look at the cluster (decide() stops at the
   // wait), so neither do we: a thousand jobs applied at once would each read every node and
   // job on every look.
-  if (!member(job, "status").contains("plan")) {
+  if (!json_object(job, "status").contains("plan")) {
     view.unplanned_earlier_job = caches_.line.unplanned_before(job);
     if (!view.unplanned_earlier_job.empty()) return view;
   }
@@ -151,16 +141,17 @@ Expected<ProgressTokenRecord, kube::ReconcileError> JobReconciler::create_token_
       {"kind", "Secret"},
       {"metadata",
        {{"name", name},
-        {"namespace", str(job["metadata"], "namespace")},
-        {"labels", {{kJobLabel, str(job["metadata"], "name")}, {kManagedByLabel, kManagedByValue}}},
+        {"namespace", json_string(job["metadata"], "namespace")},
+        {"labels",
+         {{kJobLabel, json_string(job["metadata"], "name")}, {kManagedByLabel, kManagedByValue}}},
         {"ownerReferences", json::array({owner_reference(job)})}}},
       {"type", "Opaque"},
       {"stringData", {{kTokenKey, token}}}};
   // A Secret of that name that exists already is not ours (the name has a random part): its
   // token is unknown, and one that someone else chose must never pass for the job's. The next
   // reconcile draws another name.
-  auto created = client_.create(resources::secrets(), str(job["metadata"], "namespace"), secret,
-                                quiet_write());
+  auto created = client_.create(resources::secrets(), json_string(job["metadata"], "namespace"),
+                                secret, quiet_write());
   if (!created) {
     return unexpected(api_failure("creating the progress-token Secret " + name, created.error()));
   }
@@ -181,7 +172,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (!cached) return finish(kube::Action::await_change());  // deleted; GC removes children
   const json& job = *cached;
   const std::string who = fmt::format("job={}/{}", key.namespace_, key.name);
-  const std::string uid = str(job["metadata"], "uid");
+  const std::string uid = json_string(job["metadata"], "uid");
   auto in_cache = [&](const std::string& kind, const std::string& ns, const std::string& name) {
     const kube::Store& store = kind == "Pod" ? caches_.pods : caches_.services;
     return store.get({ns, name}) != nullptr;
@@ -211,7 +202,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   if (d.delete_job) {
     kube::DeleteOptions del;
     del.propagation_policy = kube::PropagationPolicy::Background;
-    del.precondition_uid = str(job["metadata"], "uid");
+    del.precondition_uid = json_string(job["metadata"], "uid");
     auto removed = client_.remove(job_resource(), key.namespace_, key.name, del);
     if (!removed && !removed.error().is_not_found()) {
       return finish(unexpected(
@@ -227,8 +218,8 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
       if (latest.error().is_not_found()) return finish(kube::Action::await_change());
       return finish(unexpected(api_failure("reading the job", latest.error())));
     }
-    const std::string cached_version = str(job["metadata"], "resourceVersion");
-    const std::string latest_version = str((*latest)["metadata"], "resourceVersion");
+    const std::string cached_version = json_string(job["metadata"], "resourceVersion");
+    const std::string latest_version = json_string((*latest)["metadata"], "resourceVersion");
     if (latest_version != cached_version) {
       spdlog::info(
           "msg=\"the cached job is behind the API server; waiting for the watch before "
@@ -300,17 +291,12 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
   }
   // After a create that failed: the round this status starts (or started) lacks its pods or
   // Service, and the next try creates them without starting another round.
-  auto note_round_without_pods = [&] {
-    const json& in_force = d.status ? *d.status : member(job, "status");
-    const json& progress = member(in_force, "progress");
-    caches_.expectations.set_round_without_pods(
-        uid, JobView::Round{progress.value("phase", 0), progress.value("round", 0)});
-  };
+  auto note_round_without_pods = [&] { caches_.expectations.set_round_without_pods(uid, d.round); };
   for (const auto& object : d.create) {
     if (stop.stop_requested()) break;
     const std::string kind = object.value("kind", "");
     const auto type = kind == "Pod" ? resources::pods() : resources::services();
-    const std::string name = str(object["metadata"], "name");
+    const std::string name = json_string(object["metadata"], "name");
     caches_.expectations.expect(uid, kind, key.namespace_, name);
     auto created = client_.create(type, key.namespace_, object, quiet_write());
     if (!created && created.error().is_already_exists() &&
@@ -360,8 +346,8 @@ bool JobReconciler::held_by_another(const kube::ResourceType& type, const std::s
 
 void JobReconciler::report_rejection(const json& job, const json& object,
                                      const kube::ApiError& error) {
-  const std::string ns = str(job["metadata"], "namespace");
-  const std::string name = str(job["metadata"], "name");
+  const std::string ns = json_string(job["metadata"], "namespace");
+  const std::string name = json_string(job["metadata"], "name");
   const std::string message = rejection_message(job, object, error);
   // The latest job, not the cached one: a status write earlier in this reconcile moved it on.
   auto latest = client_.get(job_resource(), ns, name);
@@ -370,7 +356,7 @@ void JobReconciler::report_rejection(const json& job, const json& object,
                  ns, name, latest.error().to_string());
     return;
   }
-  auto updated = job_recording_rejection(job, *latest, message, rfc3339(clock_.wall_now()));
+  auto updated = job_recording_rejection(job, *latest, message, format_rfc3339(clock_.wall_now()));
   if (!updated) return;  // recorded already, or the spec changed since
   auto written = client_.replace_status(job_resource(), *updated, quiet_write());
   if (!written) {

@@ -1,12 +1,268 @@
 #include "depl/controller/job_status.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <limits>
-#include <type_traits>
+
+#include "depl/common/json_fields.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::controller {
 
 using nlohmann::json;
+
+namespace {
+
+// An integer field, leniently: any number in range (a float is truncated), `fallback` otherwise.
+// A user may have edited the status: a number that does not fit is as unreadable as a string
+// (converting it would be undefined behaviour).
+int int_or(const json& object, const char* key, int fallback) {
+  const json& value = json_member(object, key);
+  if (!value.is_number()) return fallback;
+  const double number = value.get<double>();
+  if (!(number >= static_cast<double>(std::numeric_limits<int>::min()) &&
+        number <= static_cast<double>(std::numeric_limits<int>::max()))) {
+    return fallback;
+  }
+  return value.is_number_float() ? static_cast<int>(number) : value.get<int>();
+}
+
+double number_or(const json& object, const char* key, double fallback = 0) {
+  return json_number(object, key).value_or(fallback);
+}
+
+// The keys encode_status writes; everything else is kept in JobStatus::unknown.
+constexpr const char* kKnownKeys[] = {"phase",         "message",        "observedGeneration",
+                                      "startedAt",     "finishedAt",     "conditions",
+                                      "plan",          "plannedAtEpoch", "replanRequested",
+                                      "progress",      "failedPods",     "poolFigures",
+                                      "progressToken", "queue"};
+
+std::optional<PlanRecord> decode_plan(const json& p) {
+  if (!p.is_object()) return std::nullopt;
+  PlanRecord plan;
+  const json& ds = json_member(p, "datasets");
+  const json& ph = json_member(p, "phases");
+  if (!ds.is_array() || !ph.is_array()) return std::nullopt;
+  for (const auto& d : ds) {
+    if (!d.is_string()) return std::nullopt;
+    plan.datasets.push_back(d.get<std::string>());
+  }
+  for (const auto& x : ph) {
+    if (!x.is_object()) return std::nullopt;
+    PhaseRecord r{json_string(x, "model"), int_or(x, "epochs", 0), json_string(x, "pool"),
+                  int_or(x, "workers", 0)};
+    if (r.model.empty() || r.pool.empty() || r.epochs < 0 || r.workers < 1) return std::nullopt;
+    plan.phases.push_back(std::move(r));
+  }
+  if (plan.datasets.empty() || plan.phases.empty()) return std::nullopt;
+  const json& predicted = json_object(p, "predicted");
+  plan.cost = number_or(predicted, "cost");
+  plan.duration_seconds = number_or(predicted, "durationSeconds");
+  plan.loss_mean = number_or(predicted, "lossMean");
+  plan.loss_stddev = number_or(predicted, "lossStddev");
+  plan.probability = number_or(predicted, "probability");
+  plan.lower_bound = json_number(predicted, "lowerBound");
+  plan.algorithm = json_string(p, "algorithm");
+  plan.solve_seconds = number_or(p, "solveSeconds");
+  plan.revision = int_or(p, "revision", 0);
+  plan.budget_limited = json_bool(p, "budgetLimited").value_or(false);
+  return plan;
+}
+
+ProgressRecord decode_progress(const json& p) {
+  ProgressRecord out;
+  if (!p.is_object()) return out;
+  out.phase = std::max(0, int_or(p, "phase", 0));
+  out.epoch = std::max(0, int_or(p, "epoch", 0));
+  out.loss = json_number(p, "loss");
+  if (const json& history = json_member(p, "history"); history.is_array()) {
+    for (const auto& x : history) {
+      if (!x.is_object()) continue;
+      out.history.push_back({int_or(x, "epoch", 0), int_or(x, "phase", 0), number_or(x, "loss")});
+    }
+  }
+  out.cost = number_or(p, "cost");
+  out.seconds = number_or(p, "seconds");
+  out.failures = std::max(0, int_or(p, "failures", 0));
+  out.round = std::max(0, int_or(p, "round", 0));
+  out.stop_after_epoch = std::max(0, int_or(p, "stopAfterEpoch", 0));
+  out.model = json_string(p, "model");
+  out.pool = json_string(p, "pool");
+  if (const json& u = json_member(p, "unreachable"); u.is_object()) {
+    out.unreachable = UnreachableRecord{std::max(0, int_or(u, "rounds", 0)), int_or(u, "epoch", -1),
+                                        int_or(u, "round", -1)};
+  }
+  return out;
+}
+
+std::vector<Condition> decode_conditions(const json& list) {
+  std::vector<Condition> out;
+  if (!list.is_array()) return out;
+  for (const auto& c : list) {
+    if (!c.is_object() || !json_member(c, "type").is_string()) continue;
+    Condition condition{json_string(c, "type"),
+                        json_string(c, "status"),
+                        json_string(c, "reason"),
+                        json_string(c, "message"),
+                        std::nullopt,
+                        json_string(c, "lastTransitionTime")};
+    if (auto g = json_integer(c, "observedGeneration")) condition.observed_generation = *g;
+    out.push_back(std::move(condition));
+  }
+  return out;
+}
+
+json encode_condition(const Condition& c) {
+  json out = {{"type", c.type},
+              {"status", c.status},
+              {"reason", c.reason},
+              {"message", c.message},
+              {"lastTransitionTime", c.last_transition_time}};
+  if (c.observed_generation) out["observedGeneration"] = *c.observed_generation;
+  return out;
+}
+
+std::optional<PoolFigures> decode_pool_figures(const json& f) {
+  if (!f.is_object()) return std::nullopt;
+  PoolFigures out;
+  out.gpu_type = json_string(f, "gpuType");
+  out.gpu_gflops = number_or(f, "gpuGflops");
+  out.price_per_gpu_hour = number_or(f, "pricePerGpuHour");
+  out.bandwidth = number_or(f, "bandwidth");
+  out.storage_bandwidth = number_or(f, "storageBandwidth");
+  out.startup_seconds = number_or(f, "startupSeconds");
+  for (const auto& [source, bw] : json_object(f, "interPool").items()) {
+    if (bw.is_number()) out.inter_pool[source] = bw.get<double>();
+  }
+  return out;
+}
+
+json encode_pool_figures(const PoolFigures& f) {
+  return json{{"gpuType", f.gpu_type},
+              {"gpuGflops", f.gpu_gflops},
+              {"pricePerGpuHour", f.price_per_gpu_hour},
+              {"bandwidth", f.bandwidth},
+              {"storageBandwidth", f.storage_bandwidth},
+              {"startupSeconds", f.startup_seconds},
+              {"interPool", f.inter_pool}};
+}
+
+}  // namespace
+
+PoolFigures figures_of(const solver::Pool& pool) {
+  return {pool.gpu_type,          pool.gpu_gflops,      pool.price_per_gpu_hour, pool.bandwidth,
+          pool.storage_bandwidth, pool.startup_seconds, pool.inter_pool};
+}
+
+std::optional<solver::Pool> pool_from_figures(const std::string& name, const PoolFigures& figures) {
+  if (figures.gpu_gflops <= 0) return std::nullopt;
+  solver::Pool pool;
+  pool.name = name;
+  pool.gpu_type = figures.gpu_type;
+  pool.gpus = 0;
+  pool.gpu_gflops = figures.gpu_gflops;
+  pool.price_per_gpu_hour = figures.price_per_gpu_hour;
+  pool.bandwidth = figures.bandwidth;
+  pool.storage_bandwidth = figures.storage_bandwidth;
+  pool.startup_seconds = figures.startup_seconds;
+  pool.inter_pool = figures.inter_pool;
+  return pool;
+}
+
+const Condition* JobStatus::condition(const std::string& type) const {
+  for (const auto& c : conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+std::optional<bool> JobStatus::condition_is(const std::string& type) const {
+  const Condition* c = condition(type);
+  if (c == nullptr) return std::nullopt;
+  return c->status == "True";
+}
+
+JobStatus decode_status(const json& status) {
+  JobStatus out;
+  if (!status.is_object()) return out;
+  out.phase = json_string(status, "phase");
+  out.message = json_string(status, "message");
+  if (auto g = json_integer(status, "observedGeneration")) out.observed_generation = *g;
+  out.started_at = json_string(status, "startedAt");
+  out.finished_at = json_string(status, "finishedAt");
+  out.conditions = decode_conditions(json_member(status, "conditions"));
+  out.plan = decode_plan(json_member(status, "plan"));
+  if (json_member(status, "plannedAtEpoch").is_number()) {
+    out.planned_at_epoch = int_or(status, "plannedAtEpoch", 0);
+  }
+  out.replan_requested = json_bool(status, "replanRequested").value_or(false);
+  out.progress = decode_progress(json_member(status, "progress"));
+  if (const json& failed = json_member(status, "failedPods"); failed.is_array()) {
+    for (const auto& uid : failed) {
+      if (uid.is_string()) out.failed_pods.push_back(uid.get<std::string>());
+    }
+  }
+  for (const auto& [name, figures] : json_object(status, "poolFigures").items()) {
+    if (auto f = decode_pool_figures(figures)) out.pool_figures.emplace(name, std::move(*f));
+  }
+  out.progress_token = decode_progress_token(json_member(status, "progressToken"));
+  if (json_member(status, "queue").is_object()) out.queue = queue_from_json(status);
+  for (const auto& [key, value] : status.items()) {
+    if (std::find_if(std::begin(kKnownKeys), std::end(kKnownKeys),
+                     [&](const char* known) { return key == known; }) == std::end(kKnownKeys)) {
+      out.unknown[key] = value;
+    }
+  }
+  return out;
+}
+
+json encode_status(const JobStatus& s) {
+  json out = s.unknown.is_object() ? s.unknown : json::object();
+  if (!s.phase.empty()) out["phase"] = s.phase;
+  if (!s.message.empty()) out["message"] = s.message;
+  if (s.observed_generation) out["observedGeneration"] = *s.observed_generation;
+  if (!s.started_at.empty()) out["startedAt"] = s.started_at;
+  if (!s.finished_at.empty()) out["finishedAt"] = s.finished_at;
+  if (!s.conditions.empty()) {
+    json conditions = json::array();
+    for (const auto& c : s.conditions) conditions.push_back(encode_condition(c));
+    out["conditions"] = std::move(conditions);
+  }
+  if (s.plan) out["plan"] = to_json(*s.plan);
+  if (s.planned_at_epoch) out["plannedAtEpoch"] = *s.planned_at_epoch;
+  if (s.replan_requested) out["replanRequested"] = true;
+  if (s.plan || !(s.progress == ProgressRecord{})) out["progress"] = to_json(s.progress);
+  if (!s.failed_pods.empty()) out["failedPods"] = s.failed_pods;
+  if (s.plan || !s.pool_figures.empty()) {
+    json figures = json::object();
+    for (const auto& [name, f] : s.pool_figures) figures[name] = encode_pool_figures(f);
+    out["poolFigures"] = std::move(figures);
+  }
+  if (s.progress_token) out["progressToken"] = to_json(*s.progress_token);
+  if (s.queue) out["queue"] = to_json(*s.queue);
+  return out;
+}
+
+bool set_condition(JobStatus& status, const std::string& type, bool value,
+                   const std::string& reason, const std::string& message, long generation,
+                   const std::string& now) {
+  const std::string wanted = value ? "True" : "False";
+  for (auto& c : status.conditions) {
+    if (c.type != type) continue;
+    const Condition before = c;
+    if (c.status != wanted) {
+      c.status = wanted;
+      c.last_transition_time = now;
+    }
+    c.reason = reason;
+    c.message = message;
+    c.observed_generation = generation;
+    return !(c == before);
+  }
+  status.conditions.push_back({type, wanted, reason, message, generation, now});
+  return true;
+}
 
 json to_json(const PlanRecord& plan) {
   json phases = json::array();
@@ -38,99 +294,57 @@ json to_json(const ProgressRecord& progress) {
   for (const auto& h : progress.history) {
     history.push_back({{"epoch", h.epoch}, {"phase", h.phase}, {"loss", h.loss}});
   }
-  json out = {{"phase", progress.phase},     {"epoch", progress.epoch},
-              {"history", history},          {"cost", progress.cost},
-              {"seconds", progress.seconds}, {"failures", progress.failures},
-              {"round", progress.round},     {"stopAfterEpoch", progress.stop_after_epoch}};
+  json out = {{"phase", progress.phase},
+              {"epoch", progress.epoch},
+              {"cost", progress.cost},
+              {"seconds", progress.seconds},
+              {"failures", progress.failures},
+              {"round", progress.round},
+              {"stopAfterEpoch", progress.stop_after_epoch}};
+  // No history and no loss until a worker reports.
+  if (!history.empty()) out["history"] = std::move(history);
   if (progress.loss) out["loss"] = *progress.loss;
+  if (!progress.model.empty()) out["model"] = progress.model;
+  if (!progress.pool.empty()) out["pool"] = progress.pool;
+  if (const auto& u = progress.unreachable) {
+    out["unreachable"] = {{"rounds", u->rounds}, {"epoch", u->epoch}, {"round", u->round}};
+  }
   return out;
 }
 
-namespace {
-
-template <typename T>
-T get_or(const json& object, const char* key, T fallback) {
-  auto it = object.find(key);
-  if (it == object.end()) return fallback;
-  if constexpr (std::is_same_v<T, std::string>) {
-    return it->is_string() ? it->get<std::string>() : fallback;
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return it->is_boolean() ? it->get<bool>() : fallback;
-  } else if constexpr (std::is_integral_v<T>) {
-    // A user may have edited the status: a number that does not fit is as unreadable as a
-    // string (converting it would be undefined behaviour).
-    if (!it->is_number()) return fallback;
-    const double value = it->get<double>();
-    if (!(value >= static_cast<double>(std::numeric_limits<T>::min()) &&
-          value <= static_cast<double>(std::numeric_limits<T>::max()))) {
-      return fallback;
-    }
-    return it->is_number_float() ? static_cast<T>(value) : it->get<T>();
-  } else {
-    return it->is_number() ? it->get<T>() : fallback;
-  }
-}
-
-}  // namespace
-
 std::optional<PlanRecord> plan_from_json(const json& status) {
-  auto it = status.find("plan");
-  if (it == status.end() || !it->is_object()) return std::nullopt;
-  const json& p = *it;
-  PlanRecord plan;
-  auto ds = p.find("datasets");
-  auto ph = p.find("phases");
-  if (ds == p.end() || !ds->is_array() || ph == p.end() || !ph->is_array()) return std::nullopt;
-  for (const auto& d : *ds) {
-    if (!d.is_string()) return std::nullopt;
-    plan.datasets.push_back(d.get<std::string>());
-  }
-  for (const auto& x : *ph) {
-    if (!x.is_object()) return std::nullopt;
-    PhaseRecord r{get_or<std::string>(x, "model", ""), get_or<int>(x, "epochs", 0),
-                  get_or<std::string>(x, "pool", ""), get_or<int>(x, "workers", 0)};
-    if (r.model.empty() || r.pool.empty() || r.epochs < 0 || r.workers < 1) return std::nullopt;
-    plan.phases.push_back(std::move(r));
-  }
-  if (plan.datasets.empty() || plan.phases.empty()) return std::nullopt;
-  if (auto pr = p.find("predicted"); pr != p.end() && pr->is_object()) {
-    plan.cost = get_or<double>(*pr, "cost", 0);
-    plan.duration_seconds = get_or<double>(*pr, "durationSeconds", 0);
-    plan.loss_mean = get_or<double>(*pr, "lossMean", 0);
-    plan.loss_stddev = get_or<double>(*pr, "lossStddev", 0);
-    plan.probability = get_or<double>(*pr, "probability", 0);
-    if (auto lb = pr->find("lowerBound"); lb != pr->end() && lb->is_number()) {
-      plan.lower_bound = lb->get<double>();
-    }
-  }
-  plan.algorithm = get_or<std::string>(p, "algorithm", "");
-  plan.solve_seconds = get_or<double>(p, "solveSeconds", 0);
-  plan.revision = get_or<int>(p, "revision", 0);
-  plan.budget_limited = get_or<bool>(p, "budgetLimited", false);
-  return plan;
+  return decode_plan(json_member(status, "plan"));
 }
 
 ProgressRecord progress_from_json(const json& status) {
-  ProgressRecord out;
-  auto it = status.find("progress");
-  if (it == status.end() || !it->is_object()) return out;
-  const json& p = *it;
-  out.phase = std::max(0, get_or<int>(p, "phase", 0));
-  out.epoch = std::max(0, get_or<int>(p, "epoch", 0));
-  if (auto l = p.find("loss"); l != p.end() && l->is_number()) out.loss = l->get<double>();
-  if (auto h = p.find("history"); h != p.end() && h->is_array()) {
-    for (const auto& x : *h) {
-      if (!x.is_object()) continue;
-      out.history.push_back(
-          {get_or<int>(x, "epoch", 0), get_or<int>(x, "phase", 0), get_or<double>(x, "loss", 0)});
-    }
-  }
-  out.cost = get_or<double>(p, "cost", 0);
-  out.seconds = get_or<double>(p, "seconds", 0);
-  out.failures = std::max(0, get_or<int>(p, "failures", 0));
-  out.round = std::max(0, get_or<int>(p, "round", 0));
-  out.stop_after_epoch = std::max(0, get_or<int>(p, "stopAfterEpoch", 0));
+  return decode_progress(json_member(status, "progress"));
+}
+
+json to_json(const QueueRecord& queue) {
+  json out = json::object();
+  if (!queue.since.empty()) out["since"] = queue.since;
+  out["waitedSeconds"] = queue.waited_seconds;
+  if (queue.replanned) out["replanned"] = true;
   return out;
+}
+
+QueueRecord queue_from_json(const json& status) {
+  QueueRecord q;
+  const json& queue = json_member(status, "queue");
+  q.since = json_string(queue, "since");
+  if (!parse_rfc3339(q.since)) q.since.clear();
+  if (auto waited = json_number(queue, "waitedSeconds"); waited && *waited >= 0) {
+    q.waited_seconds = *waited;
+  }
+  q.replanned = json_bool(queue, "replanned").value_or(false);
+  return q;
+}
+
+std::optional<bool> condition_status(const json& status, const std::string& type) {
+  for (const auto& c : decode_conditions(json_member(status, "conditions"))) {
+    if (c.type == type) return c.status == "True";
+  }
+  return std::nullopt;
 }
 
 Expected<solver::Plan> to_solver_plan(const PlanRecord& record, const solver::Problem& problem) {
@@ -168,48 +382,6 @@ PlanRecord to_record(const solver::Plan& plan, const solver::Problem& problem,
   r.loss_stddev = figures.loss_stddev;
   r.probability = figures.probability;
   return r;
-}
-
-bool set_condition(json& status, const std::string& type, bool value, const std::string& reason,
-                   const std::string& message, long generation, const std::string& now) {
-  if (!status.contains("conditions") || !status["conditions"].is_array()) {
-    status["conditions"] = json::array();
-  }
-  const std::string wanted = value ? "True" : "False";
-  for (auto& c : status["conditions"]) {
-    if (!c.is_object() || c.value("type", "") != type) continue;
-    bool changed = false;
-    if (c.value("status", "") != wanted) {
-      c["status"] = wanted;
-      c["lastTransitionTime"] = now;
-      changed = true;
-    }
-    for (const auto& [key, v] : {std::pair<const char*, json>{"reason", reason},
-                                 {"message", message},
-                                 {"observedGeneration", generation}}) {
-      if (!c.contains(key) || c[key] != v) {
-        c[key] = v;
-        changed = true;
-      }
-    }
-    return changed;
-  }
-  status["conditions"].push_back({{"type", type},
-                                  {"status", wanted},
-                                  {"reason", reason},
-                                  {"message", message},
-                                  {"observedGeneration", generation},
-                                  {"lastTransitionTime", now}});
-  return true;
-}
-
-std::optional<bool> condition_status(const json& status, const std::string& type) {
-  auto it = status.find("conditions");
-  if (it == status.end() || !it->is_array()) return std::nullopt;
-  for (const auto& c : *it) {
-    if (c.is_object() && c.value("type", "") == type) return c.value("status", "") == "True";
-  }
-  return std::nullopt;
 }
 
 }  // namespace depl::controller

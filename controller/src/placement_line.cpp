@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/controller/job_status.hpp"
 
 namespace depl::controller {
@@ -10,24 +11,13 @@ using nlohmann::json;
 
 namespace {
 
-// `key` of `object` without a copy (json::value() returns one); an empty object when absent.
-const json& member(const json& object, const char* key) {
-  static const json empty = json::object();
-  auto it = object.find(key);
-  return it != object.end() && it->is_object() ? *it : empty;
-}
-
-std::string str(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 int gpus_per_worker(const json& job, const std::string& model) {
-  const json& spec = member(job, "spec");
+  const json& spec = json_object(job, "spec");
   auto models = spec.find("models");
   if (models == spec.end() || !models->is_array()) return 1;
   for (const auto& m : *models) {
-    if (m.is_object() && str(m, "name") == model) return std::max(1, m.value("gpusPerWorker", 1));
+    if (m.is_object() && json_string(m, "name") == model)
+      return std::max(1, m.value("gpusPerWorker", 1));
   }
   return 1;
 }
@@ -35,11 +25,11 @@ int gpus_per_worker(const json& job, const std::string& model) {
 }  // namespace
 
 bool awaits_first_plan(const json& job) {
-  const json& meta = member(job, "metadata");
+  const json& meta = json_object(job, "metadata");
   if (meta.contains("deletionTimestamp")) return false;
-  if (member(job, "spec").value("suspend", false)) return false;
-  const json& status = member(job, "status");
-  const std::string phase = str(status, "phase");
+  if (json_object(job, "spec").value("suspend", false)) return false;
+  const json& status = json_object(job, "status");
+  const std::string phase = json_string(status, "phase");
   if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") return false;
   // Planned (either way) or invalid: it has had its turn and claims what its plan says.
   if (condition_status(status, "Planned").has_value()) return false;
@@ -52,8 +42,9 @@ PlacementLine::PlacementLine(GpuLedger& gpus) : gpus_(gpus) {
 }
 
 PlacementLine::Rank PlacementLine::rank_of(const json& job) {
-  const json& meta = member(job, "metadata");
-  return {str(meta, "creationTimestamp"), str(meta, "namespace"), str(meta, "name")};
+  const json& meta = json_object(job, "metadata");
+  return {json_string(meta, "creationTimestamp"), json_string(meta, "namespace"),
+          json_string(meta, "name")};
 }
 
 kube::ResourceEventHandlers PlacementLine::handlers() {
@@ -70,23 +61,23 @@ std::string PlacementLine::key_of(const Rank& rank) {
 
 PlacementLine::Entry PlacementLine::entry_of(const json& job) {
   Entry entry;
-  const json& meta = member(job, "metadata");
-  entry.uid = str(meta, "uid");
+  const json& meta = json_object(job, "metadata");
+  entry.uid = json_string(meta, "uid");
   entry.awaits_first_plan = awaits_first_plan(job);
   // What it reserves: the phase in force of a Pending or Running job with a plan.
-  const json& status = member(job, "status");
-  const std::string phase = str(status, "phase");
-  const json& plan = member(status, "plan");
+  const json& status = json_object(job, "status");
+  const std::string phase = json_string(status, "phase");
+  const json& plan = json_object(status, "plan");
   auto phases = plan.find("phases");
   if ((phase == "Running" || phase == "Pending") && !meta.contains("deletionTimestamp") &&
       phases != plan.end() && phases->is_array() && !phases->empty()) {
-    int in_force = member(status, "progress").value("phase", 0);
+    int in_force = json_object(status, "progress").value("phase", 0);
     in_force = std::clamp(in_force, 0, static_cast<int>(phases->size()) - 1);
     const json& record = (*phases)[static_cast<std::size_t>(in_force)];
     const int workers = record.is_object() ? record.value("workers", 0) : 0;
-    if (workers >= 1 && !str(record, "pool").empty()) {
-      entry.pool = str(record, "pool");
-      entry.gpus = workers * gpus_per_worker(job, str(record, "model"));
+    if (workers >= 1 && !json_string(record, "pool").empty()) {
+      entry.pool = json_string(record, "pool");
+      entry.gpus = workers * gpus_per_worker(job, json_string(record, "model"));
     }
   }
   return entry;
@@ -193,8 +184,8 @@ void PlacementLine::owner_changed(const std::string& uid) {
 }
 
 void PlacementLine::remove(const json& job) {
-  const json& meta = member(job, "metadata");
-  const std::string key = str(meta, "namespace") + "/" + str(meta, "name");
+  const json& meta = json_object(job, "metadata");
+  const std::string key = json_string(meta, "namespace") + "/" + json_string(meta, "name");
   std::lock_guard lock(mutex_);
   assumed_.erase(key);
   auto it = by_key_.find(key);

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/kubernetes_names.hpp"
 #include "depl/controller/job_status.hpp"
-#include "depl/controller/queue_admission.hpp"
 #include "depl/controller/trainer_progress.hpp"
 
 namespace depl::controller {
@@ -87,22 +87,17 @@ Expected<ProgressReport> parse_progress_report(const std::string& body) {
 
 ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
   ProgressOutcome out;
-  if (!job.contains("status") || !job["status"].is_object()) job["status"] = json::object();
-  json& status = job["status"];
   // The status is the controller's, but a user may have edited it: read it without trusting it.
-  const auto phase_field = status.find("phase");
-  const std::string phase = phase_field != status.end() && phase_field->is_string()
-                                ? phase_field->get<std::string>()
-                                : std::string();
+  JobStatus status = decode_status(json_member(job, "status"));
   // A job whose workers were just admitted may still read Queued: a report proves they run.
-  if (phase != "Running" && phase != kQueued) {
+  if (status.phase != phases::kRunning && status.phase != phases::kQueued) {
     out.action = "checkpointAndExit";
-    out.message = fmt::format("the job is {}, not Running", phase.empty() ? "not started" : phase);
+    out.message = fmt::format("the job is {}, not Running",
+                              status.phase.empty() ? "not started" : status.phase);
     return out;
   }
-  const auto plan = plan_from_json(status);
-  ProgressRecord progress = progress_from_json(status);
-  if (!plan || static_cast<std::size_t>(progress.phase) >= plan->phases.size()) {
+  ProgressRecord& progress = status.progress;
+  if (!status.plan || static_cast<std::size_t>(progress.phase) >= status.plan->phases.size()) {
     // An unreadable or edited status (no plan, or a running phase past its end) records nothing.
     out.action = "checkpointAndExit";
     out.message = "the job's status has no readable plan for its running phase";
@@ -114,7 +109,7 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
         fmt::format("phase {} is not the running phase ({})", report.phase, progress.phase);
     return out;
   }
-  const int workers = plan->phases[static_cast<std::size_t>(progress.phase)].workers;
+  const int workers = status.plan->phases[static_cast<std::size_t>(progress.phase)].workers;
   if (report.rank >= workers) {
     out.http_status = 400;
     out.message =
@@ -131,14 +126,14 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
     return out;
   }
   if (report.rank == 0 && report.epoch > progress.epoch) {
-    json& p = status["progress"];
-    if (!p.is_object()) p = json::object();
-    p["epoch"] = report.epoch;
-    p["loss"] = report.loss;
-    json& history = p["history"];
-    if (!history.is_array()) history = json::array();
-    history.push_back({{"epoch", report.epoch}, {"phase", report.phase}, {"loss", report.loss}});
-    while (history.size() > kMaxHistory) history.erase(history.begin());
+    progress.epoch = report.epoch;
+    progress.loss = report.loss;
+    progress.history.push_back({report.epoch, report.phase, report.loss});
+    if (progress.history.size() > kMaxHistory) {
+      progress.history.erase(progress.history.begin(),
+                             progress.history.end() - static_cast<long>(kMaxHistory));
+    }
+    job["status"] = encode_status(status);
     out.status_changed = true;
   }
   const bool stop = stop_after > 0 && report.epoch >= stop_after;

@@ -4,22 +4,21 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "depl/common/json_fields.hpp"
+
 namespace depl::controller {
 
 using nlohmann::json;
 
 std::optional<ProgressTokenRecord> progress_token_of(const json& job) {
-  auto status = job.find("status");
-  if (status == job.end() || !status->is_object()) return std::nullopt;
-  auto record = status->find("progressToken");
-  if (record == status->end() || !record->is_object()) return std::nullopt;
-  auto secret = record->find("secret");
-  auto sha256 = record->find("sha256");
-  if (secret == record->end() || !secret->is_string() || sha256 == record->end() ||
-      !sha256->is_string()) {
-    return std::nullopt;
-  }
-  return ProgressTokenRecord{secret->get<std::string>(), sha256->get<std::string>()};
+  return decode_progress_token(json_at(job, {"status", "progressToken"}));
+}
+
+std::optional<ProgressTokenRecord> decode_progress_token(const json& record) {
+  const json& secret = json_member(record, "secret");
+  const json& sha256 = json_member(record, "sha256");
+  if (!secret.is_string() || !sha256.is_string()) return std::nullopt;
+  return ProgressTokenRecord{secret.get<std::string>(), sha256.get<std::string>()};
 }
 
 json to_json(const ProgressTokenRecord& record) {

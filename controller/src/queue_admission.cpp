@@ -4,36 +4,22 @@
 
 #include <cstdint>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/kubernetes_names.hpp"
-#include "depl/kube/exec_credentials.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::controller {
-namespace {
 
 using nlohmann::json;
 
-const json& member(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
-std::string text(const json& object, const char* key) {
-  const json& value = member(object, key);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
-}  // namespace
-
 std::string queue_name_of(const json& job) {
-  const std::string named = text(member(job, "spec"), "queueName");
+  const std::string named = json_string(json_member(job, "spec"), "queueName");
   if (!named.empty()) return named;
-  return text(member(member(job, "metadata"), "labels"), kQueueNameLabel);
+  return json_string(json_at(job, {"metadata", "labels"}), kQueueNameLabel);
 }
 
 std::optional<std::string> queue_name_problem(const json& job) {
-  const bool from_spec = !text(member(job, "spec"), "queueName").empty();
+  const bool from_spec = !json_string(json_member(job, "spec"), "queueName").empty();
   const std::string name = queue_name_of(job);
   if (name.empty()) return std::nullopt;
   if (name.size() <= 63 && is_dns1123_subdomain(name)) return std::nullopt;
@@ -68,44 +54,25 @@ void join_pod_group(json& pod, const std::string& queue, const std::string& grou
 }
 
 std::string holding_gates(const json& pod) {
-  const json& spec = member(pod, "spec");
-  const json& gates = member(spec, "schedulingGates");
+  const json& spec = json_member(pod, "spec");
+  const json& gates = json_member(spec, "schedulingGates");
   if (!gates.is_array() || gates.empty()) return {};
-  if (!text(spec, "nodeName").empty()) return {};
-  if (member(member(pod, "metadata"), "deletionTimestamp").is_string()) return {};
-  const std::string phase = text(member(pod, "status"), "phase");
+  if (!json_string(spec, "nodeName").empty()) return {};
+  if (json_at(pod, {"metadata", "deletionTimestamp"}).is_string()) return {};
+  const std::string phase = json_string(json_member(pod, "status"), "phase");
   if (phase == "Succeeded" || phase == "Failed") return {};
   std::string names;
   for (const auto& gate : gates) {
-    const std::string name = text(gate, "name");
+    const std::string name = json_string(gate, "name");
     if (name.empty()) continue;
     names += (names.empty() ? "" : ", ") + name;
   }
   return names.empty() ? std::string("(unnamed)") : names;
 }
 
-json to_json(const QueueRecord& queue) {
-  json out = json::object();
-  if (!queue.since.empty()) out["since"] = queue.since;
-  out["waitedSeconds"] = queue.waited_seconds;
-  if (queue.replanned) out["replanned"] = true;
-  return out;
-}
-
-QueueRecord queue_from_json(const json& status) {
-  QueueRecord q;
-  const json& queue = member(status, "queue");
-  q.since = text(queue, "since");
-  if (!kube::parse_rfc3339(q.since)) q.since.clear();
-  const json& waited = member(queue, "waitedSeconds");
-  if (waited.is_number() && waited.get<double>() >= 0) q.waited_seconds = waited.get<double>();
-  q.replanned = member(queue, "replanned") == json(true);
-  return q;
-}
-
 double queued_seconds(const QueueRecord& queue, std::chrono::system_clock::time_point now) {
   double total = queue.waited_seconds;
-  if (auto since = kube::parse_rfc3339(queue.since); since && now > *since) {
+  if (auto since = parse_rfc3339(queue.since); since && now > *since) {
     total += std::chrono::duration<double>(now - *since).count();
   }
   return total;

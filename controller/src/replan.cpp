@@ -28,6 +28,16 @@ solver::Plan executed_prefix(const solver::Plan& plan, const Position& position)
   return prefix;
 }
 
+solver::Figures spent_so_far(const solver::Problem& problem, const solver::Plan& plan,
+                             const Position& position) {
+  const solver::Plan prefix = executed_prefix(plan, position);
+  if (prefix.phases.empty()) return {};
+  solver::Problem scratch = problem;
+  scratch.target.deadline_seconds.reset();
+  scratch.target.budget.reset();
+  return solver::evaluate(scratch, prefix);
+}
+
 Expected<solver::Problem> remaining_problem(const solver::Problem& full, const solver::Plan& plan,
                                             const Position& position,
                                             std::optional<double> observed_loss,
@@ -40,13 +50,11 @@ Expected<solver::Problem> remaining_problem(const solver::Problem& full, const s
   const solver::Plan prefix = executed_prefix(plan, position);
   if (prefix.phases.empty()) return rest;  // nothing has run: plan afresh on the chosen data
 
-  solver::Plan prefix_on_rest = prefix;
-  prefix_on_rest.datasets.clear();
-  for (std::size_t i = 0; i < rest.datasets.size(); ++i) prefix_on_rest.datasets.push_back(i);
-  solver::Problem scratch = rest;
-  scratch.target.deadline_seconds.reset();
-  scratch.target.budget.reset();
-  const solver::Figures spent = solver::evaluate(scratch, prefix_on_rest);
+  // The plan over the rest's datasets (the plan's, in order).
+  solver::Plan plan_on_rest = plan;
+  plan_on_rest.datasets.clear();
+  for (std::size_t i = 0; i < rest.datasets.size(); ++i) plan_on_rest.datasets.push_back(i);
+  const solver::Figures spent = spent_so_far(rest, plan_on_rest, position);
 
   int switches = 0;
   for (std::size_t i = 1; i < prefix.phases.size(); ++i) {

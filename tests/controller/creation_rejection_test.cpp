@@ -130,8 +130,9 @@ TEST(CreationRejection, RecordedOncePerSpecGeneration) {
   EXPECT_EQ(condition_status(status, "Running"), false);
   EXPECT_EQ(status["phase"], "Pending");
   EXPECT_EQ(status["message"], "refused");
-  EXPECT_EQ(recorded_rejection(status, 2), "refused");
-  EXPECT_EQ(recorded_rejection(status, 3), std::nullopt) << "a changed spec is tried afresh";
+  EXPECT_EQ(recorded_rejection(decode_status(status), 2), "refused");
+  EXPECT_EQ(recorded_rejection(decode_status(status), 3), std::nullopt)
+      << "a changed spec is tried afresh";
   // The same refusal again: nothing to write, so no second Event.
   EXPECT_EQ(job_recording_rejection(job, *recorded, "refused", "2026-11-22T05:01:00Z"),
             std::nullopt);
@@ -143,12 +144,12 @@ TEST(CreationRejection, RecordedOncePerSpecGeneration) {
 }
 
 TEST(CreationRejection, OnlyARefusalCounts) {
-  json status = json::object();
+  JobStatus status;
   set_condition(status, "Valid", false, "InvalidSpec", "bad", 1, "2026-11-22T05:00:00Z");
   EXPECT_EQ(recorded_rejection(status, 1), std::nullopt);
   set_condition(status, "Valid", true, "Valid", "the spec is valid", 1, "2026-11-22T05:00:00Z");
   EXPECT_EQ(recorded_rejection(status, 1), std::nullopt);
-  EXPECT_EQ(recorded_rejection(json::object(), 1), std::nullopt);
+  EXPECT_EQ(recorded_rejection(JobStatus{}, 1), std::nullopt);
   EXPECT_THAT(rejection_message(a_job(1), a_pod(), refusal(json::array())), Not(HasSubstr("from")));
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "depl/common/time.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
@@ -352,9 +353,10 @@ TEST(JobDecision, ARefusalOfTheWorkersHoldsTheSpecGenerationUntilItChanges) {
   JobView v = view_with_nodes();
   Decision first = decide(v, options());
   ASSERT_FALSE(first.create.empty());
-  v.job["status"] = *first.status;
-  ASSERT_TRUE(record_rejection(v.job["status"], "the API server refused Pod quickstart-p0-w0", 1,
+  JobStatus refused = decode_status(*first.status);
+  ASSERT_TRUE(record_rejection(refused, "the API server refused Pod quickstart-p0-w0", 1,
                                "2026-11-22T05:00:00Z"));
+  v.job["status"] = encode_status(refused);
   Decision held = decide(v, options());
   EXPECT_TRUE(held.create.empty());
   EXPECT_TRUE(held.events.empty());
@@ -410,7 +412,7 @@ TEST(JobDecision, FirstPlanWaitsForAnEarlierJobStillUnplanned) {
 TEST(JobDecision, AShortWaitForAnEarlierJobWritesNoStatus) {
   JobView v = view_with_nodes();
   v.unplanned_earlier_job = "default/older";
-  v.job["metadata"]["creationTimestamp"] = rfc3339(v.now - std::chrono::seconds(2));
+  v.job["metadata"]["creationTimestamp"] = format_rfc3339(v.now - std::chrono::seconds(2));
   DecideOptions o = options();
   o.waiting_status_after = std::chrono::seconds(30);
   Decision d = decide(v, o);
@@ -803,7 +805,7 @@ TEST(JobDecision, TtlDeletesFinishedJobs) {
   JobView v = view_with_nodes();
   v.job["spec"]["ttlSecondsAfterFinished"] = 60;
   v.job["status"] = {{"phase", "Succeeded"},
-                     {"finishedAt", rfc3339(v.now - std::chrono::seconds(30))}};
+                     {"finishedAt", format_rfc3339(v.now - std::chrono::seconds(30))}};
   Decision wait = decide(v, options());
   EXPECT_FALSE(wait.delete_job);
   ASSERT_TRUE(wait.requeue_after.has_value());

@@ -8,7 +8,6 @@
 #include <map>
 
 #include "depl/controller/job_status.hpp"
-#include "depl/controller/queue_admission.hpp"
 
 namespace depl::controller {
 namespace {
@@ -578,7 +577,7 @@ TEST(ProgressEndpoint, ATrainerStyleReportMovesTheJobForward) {
 // job takes their reports.
 TEST(ApplyProgress, AQueuedJobTakesReportsOfItsAdmittedWorkers) {
   json job = running_job();
-  job["status"]["phase"] = kQueued;
+  job["status"]["phase"] = phases::kQueued;
   const ProgressOutcome out = apply_progress(job, {0, 0, 2, 0.6});
   EXPECT_EQ(out.action, "continue");
   EXPECT_TRUE(out.status_changed);

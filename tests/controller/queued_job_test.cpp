@@ -138,14 +138,14 @@ TEST(QueuedJob, GatedWorkersMakeTheJobQueuedUntilTheyAreAdmitted) {
   v.now = kStart + seconds(120);
   Decision d = decide(v, options());
   ASSERT_TRUE(d.status);
-  EXPECT_EQ((*d.status)["phase"], kQueued) << d.status->dump(2);
+  EXPECT_EQ((*d.status)["phase"], phases::kQueued) << d.status->dump(2);
   EXPECT_NE((*d.status)["message"].get<std::string>().find("waiting for admission by queue "
                                                            "team-a since " +
                                                            kStartText),
             std::string::npos)
       << (*d.status)["message"];
-  EXPECT_EQ(condition_status(*d.status, kQueued), true);
-  EXPECT_EQ(condition_reason(*d.status, kQueued), "WaitingForAdmission");
+  EXPECT_EQ(condition_status(*d.status, conditions::kQueued), true);
+  EXPECT_EQ(condition_reason(*d.status, conditions::kQueued), "WaitingForAdmission");
   EXPECT_EQ(condition_status(*d.status, "Running"), false);
   EXPECT_EQ((*d.status)["queue"]["since"], kStartText);
   EXPECT_TRUE(has_event(d, "Queued"));
@@ -176,8 +176,8 @@ TEST(QueuedJob, GatedWorkersMakeTheJobQueuedUntilTheyAreAdmitted) {
   d = decide(v, options());
   ASSERT_TRUE(d.status);
   EXPECT_EQ((*d.status)["phase"], "Running");
-  EXPECT_EQ(condition_status(*d.status, kQueued), false);
-  EXPECT_EQ(condition_reason(*d.status, kQueued), "Admitted");
+  EXPECT_EQ(condition_status(*d.status, conditions::kQueued), false);
+  EXPECT_EQ(condition_reason(*d.status, conditions::kQueued), "Admitted");
   EXPECT_EQ(condition_status(*d.status, "Running"), true);
   EXPECT_TRUE(has_event(d, "Admitted"));
   EXPECT_FALSE((*d.status)["queue"].contains("since"));

@@ -161,55 +161,26 @@ TEST(Replan, SameCourseIsNotAChange) {
   EXPECT_FALSE(changes_course(record(), next, pos));
 }
 
-TEST(JobStatus, RoundTripsAndConditions) {
-  PlanRecord r = record();
-  r.cost = 1.5;
-  auto back = plan_from_json(nlohmann::json{{"plan", to_json(r)}});
-  ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->phases, r.phases);
-  EXPECT_DOUBLE_EQ(back->cost, 1.5);
-  EXPECT_FALSE(plan_from_json(nlohmann::json{{"plan", {{"phases", "junk"}}}}).has_value());
-
-  ProgressRecord pr;
-  pr.epoch = 4;
-  pr.loss = 0.7;
-  pr.history = {{4, 0, 0.7}};
-  auto pback = progress_from_json(nlohmann::json{{"progress", to_json(pr)}});
-  EXPECT_EQ(pback.epoch, 4);
-  EXPECT_DOUBLE_EQ(*pback.loss, 0.7);
-  EXPECT_EQ(pback.history.size(), 1u);
-
-  nlohmann::json status = nlohmann::json::object();
-  EXPECT_TRUE(set_condition(status, "Planned", true, "Planned", "ok", 1, "t1"));
-  EXPECT_FALSE(set_condition(status, "Planned", true, "Planned", "ok", 1, "t2"));
-  EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], "t1");
-  EXPECT_TRUE(set_condition(status, "Planned", false, "Infeasible", "no", 2, "t3"));
-  EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], "t3");
-  EXPECT_EQ(status["conditions"][0]["observedGeneration"], 2);
-  EXPECT_EQ(condition_status(status, "Planned"), false);
-  EXPECT_EQ(condition_status(status, "Valid"), std::nullopt);
-}
-
-// Found by fuzz/progress_endpoint_fuzz.cpp (UBSan): an edited status with a number too large
-// for an int was converted anyway (undefined behaviour); it now reads as absent.
-TEST(JobStatus, NumbersThatDoNotFitAnIntReadAsAbsent) {
-  const auto status = nlohmann::json::parse(R"({
-      "plan": {"datasets": ["a"], "revision": 1e20,
-               "phases": [{"model": "m", "epochs": 2.0, "pool": "p", "workers": 3}]},
-      "progress": {"phase": 1e10, "epoch": 18446744073709551615, "stopAfterEpoch": -1e300,
-                   "history": [{"epoch": 1e10, "phase": 2147483648, "loss": 0.5}]}})");
-  auto plan = plan_from_json(status);
+TEST(Replan, SpentSoFarIsThePrefixWhateverTheDeadline) {
+  solver::Problem p = problem();
+  auto plan = to_solver_plan(record(), p);
   ASSERT_TRUE(plan.has_value());
-  EXPECT_EQ(plan->revision, 0);
-  EXPECT_EQ(plan->phases[0].epochs, 2);
-  ProgressRecord progress = progress_from_json(status);
-  EXPECT_EQ(progress.phase, 0);
-  EXPECT_EQ(progress.epoch, 0);
-  EXPECT_EQ(progress.stop_after_epoch, 0);
-  ASSERT_EQ(progress.history.size(), 1u);
-  EXPECT_EQ(progress.history[0].epoch, 0);
-  EXPECT_EQ(progress.history[0].phase, 0);
-  EXPECT_DOUBLE_EQ(progress.history[0].loss, 0.5);
+  ProgressRecord progress;
+  EXPECT_EQ(spent_so_far(p, *plan, position_of(record(), progress)).cost, 0.0) << "nothing has run";
+  progress.phase = 1;
+  progress.epoch = 6;
+  const Position pos = position_of(record(), progress);
+  p.target.deadline_seconds = 1;  // used up long ago: what ran still has its figures
+  p.target.budget = 0.001;
+  const solver::Figures spent = spent_so_far(p, *plan, pos);
+  solver::Problem open = p;
+  open.target.deadline_seconds.reset();
+  open.target.budget.reset();
+  const solver::Figures prefix = solver::evaluate(open, executed_prefix(*plan, pos));
+  EXPECT_GT(spent.cost, 0.0);
+  EXPECT_DOUBLE_EQ(spent.cost, prefix.cost);
+  EXPECT_DOUBLE_EQ(spent.duration_seconds, prefix.duration_seconds);
+  EXPECT_DOUBLE_EQ(spent.loss_mean, prefix.loss_mean);
 }
 
 TEST(JobStatus, PlanNamesMustExist) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "depl/controller/job_status.hpp"
 #include "depl/kube/api_error.hpp"
 
 namespace depl::controller {
@@ -46,10 +47,10 @@ std::optional<nlohmann::json> job_recording_rejection(const nlohmann::json& buil
                                                       const std::string& now_rfc3339);
 
 // The message of a refusal recorded in `status` for spec generation `generation`, if any.
-std::optional<std::string> recorded_rejection(const nlohmann::json& status, long generation);
+std::optional<std::string> recorded_rejection(const JobStatus& status, long generation);
 
 // Records a refusal in `status` as job_recording_rejection does; returns whether it changed.
-bool record_rejection(nlohmann::json& status, const std::string& message, long generation,
+bool record_rejection(JobStatus& status, const std::string& message, long generation,
                       const std::string& now_rfc3339);
 
 }  // namespace depl::controller

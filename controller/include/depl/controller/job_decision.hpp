@@ -2,10 +2,12 @@
 // the caches show (its pods, the cluster's nodes and pods, other jobs' reservations) to what
 // should happen next (the status to write, objects to create or delete, events, when to look
 // again). Level-triggered and idempotent: running it twice on the same view decides the same.
-// The executor (job_reconciler.hpp) carries the decision out against the API server.
+// The executor (job_reconciler.hpp) carries the decision out against the API server; the status
+// it reads and writes is typed in job_status.hpp.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -108,27 +110,11 @@ struct Decision {
   // an API outage the pods watch can be back before the jobs watch, and a phase whose workers had
   // finished would be restarted from epochs they had already reported.
   bool needs_latest_job = false;
+  // The phase and round of the status in force once `status` is written: the round a failed
+  // create leaves without its pods (JobView::round_without_pods).
+  JobView::Round round;
 };
 
 Decision decide(const JobView& view, const DecideOptions& options);
-
-// Condition types and phases, spelled once.
-namespace conditions {
-inline constexpr const char* kValid = "Valid";
-inline constexpr const char* kPlanned = "Planned";
-inline constexpr const char* kRunning = "Running";
-inline constexpr const char* kSucceeded = "Succeeded";
-inline constexpr const char* kFailed = "Failed";
-}  // namespace conditions
-namespace phases {
-inline constexpr const char* kPending = "Pending";
-inline constexpr const char* kRunning = "Running";
-inline constexpr const char* kSucceeded = "Succeeded";
-inline constexpr const char* kFailed = "Failed";
-inline constexpr const char* kSuspended = "Suspended";
-}  // namespace phases
-
-// RFC 3339 in UTC with seconds ("2026-11-22T05:00:00Z").
-std::string rfc3339(std::chrono::system_clock::time_point t);
 
 }  // namespace depl::controller

@@ -17,10 +17,13 @@ namespace depl::controller {
 struct ProgressTokenRecord {
   std::string secret;  // the Secret's name, in the job's namespace
   std::string sha256;  // lowercase hex of the token's SHA-256
+  friend bool operator==(const ProgressTokenRecord&, const ProgressTokenRecord&) = default;
 };
 
 // status.progressToken of a job object; nothing when absent or not of that shape.
 std::optional<ProgressTokenRecord> progress_token_of(const nlohmann::json& job);
+// A status.progressToken value; nothing when it is not of that shape.
+std::optional<ProgressTokenRecord> decode_progress_token(const nlohmann::json& record);
 nlohmann::json to_json(const ProgressTokenRecord& record);
 
 // 32 bytes from OpenSSL's RAND_bytes, hex-encoded; "" if the generator fails.

@@ -4,7 +4,7 @@
 // and the pod-group-total-count annotation, and Kueue's webhook holds them with its
 // kueue.x-k8s.io/admission scheduling gate until it admits the whole group. Pods held by gates
 // are queued, not failed or stuck; the time they wait counts against the job's deadline.
-// Pure functions over the job, its pods and status.queue.
+// Pure functions over the job, its pods and status.queue (QueueRecord, job_status.hpp).
 #pragma once
 
 #include <chrono>
@@ -14,10 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace depl::controller {
+#include "depl/controller/job_status.hpp"
 
-// The job's phase (status.phase) and condition type while its workers wait for admission.
-inline constexpr const char* kQueued = "Queued";
+namespace depl::controller {
 
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kPodGroupNameLabel = "kueue.x-k8s.io/pod-group-name";
@@ -46,17 +45,6 @@ void join_pod_group(nlohmann::json& pod, const std::string& queue, const std::st
 // The scheduling gates that hold `pod` ("a, b"), or "" when none does: a pod that is not bound,
 // has not ended and is not being deleted, with a non-empty spec.schedulingGates.
 std::string holding_gates(const nlohmann::json& pod);
-
-// status.queue: how long the job's workers have waited for admission.
-struct QueueRecord {
-  std::string since;          // RFC 3339: the running round waits since then ("": it does not)
-  double waited_seconds = 0;  // the earlier waits, in total
-  bool replanned = false;     // the running wait has already had the plan made again
-  friend bool operator==(const QueueRecord&, const QueueRecord&) = default;
-};
-nlohmann::json to_json(const QueueRecord& queue);
-// Lenient, as the rest of the status: what cannot be read is absent.
-QueueRecord queue_from_json(const nlohmann::json& status);
 
 // The seconds waited in all: the earlier waits and the running one up to `now`.
 double queued_seconds(const QueueRecord& queue, std::chrono::system_clock::time_point now);

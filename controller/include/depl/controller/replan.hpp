@@ -23,6 +23,12 @@ Position position_of(const PlanRecord& plan, const ProgressRecord& progress);
 // What has run so far, as a solver plan over `plan`'s datasets (phases with 0 epochs dropped).
 solver::Plan executed_prefix(const solver::Plan& plan, const Position& position);
 
+// The predicted figures of what has run so far (the executed prefix of `plan`, a plan of
+// `problem`), whatever the deadline and budget: they bound the rest, not what ran. Zero cost and
+// time when nothing has run.
+solver::Figures spent_so_far(const solver::Problem& problem, const solver::Plan& plan,
+                             const Position& position);
+
 // The problem of the rest of the job. Fails with a sentence when nothing is left to plan with
 // (deadline, budget or epoch horizon used up). When `pods_running`, the running phase's pods are
 // still up: a remainder whose first phase keeps its variant, pool and workers continues it

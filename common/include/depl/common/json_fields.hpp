@@ -1,0 +1,33 @@
+// Reading fields of JSON objects that arrive from outside (API objects, a status a user may have
+// edited) without trusting their shape: a missing key, a value of another type or a parent that
+// is not an object reads as "absent", never as an exception or a copy of a subtree.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace depl {
+
+// `object[key]` when `object` is an object holding `key`; a null value otherwise. No copy.
+const nlohmann::json& json_member(const nlohmann::json& object, std::string_view key);
+// Follows `path` with json_member: json_at(pod, {"metadata", "labels"}).
+const nlohmann::json& json_at(const nlohmann::json& object,
+                              std::initializer_list<std::string_view> path);
+// `object[key]` when it is an object; an empty object otherwise. No copy.
+const nlohmann::json& json_object(const nlohmann::json& object, std::string_view key);
+// `object[key]` when it is a string; `fallback` otherwise.
+std::string json_string(const nlohmann::json& object, std::string_view key,
+                        std::string_view fallback = "");
+// `object[key]` when it is an integer that fits (a float with an integral value counts), nullopt
+// otherwise.
+std::optional<long long> json_integer(const nlohmann::json& object, std::string_view key);
+// `object[key]` when it is a number, nullopt otherwise.
+std::optional<double> json_number(const nlohmann::json& object, std::string_view key);
+// `object[key]` when it is a boolean, nullopt otherwise.
+std::optional<bool> json_bool(const nlohmann::json& object, std::string_view key);
+
+}  // namespace depl

@@ -1,0 +1,388 @@
+// Planning and re-planning: the job's turn at placement, the pools it may use, the first plan,
+// a fresh plan when the spec or the cluster changed, and a plan for the rest of the job from the
+// observed loss (on deviation, or when the plan ran out short of the target).
+#include <fmt/format.h>
+#include <algorithm>
+#include <cassert>
+
+#include "decision_state.hpp"
+#include "depl/common/json_fields.hpp"
+#include "depl/common/time.hpp"
+#include "depl/controller/queue_admission.hpp"
+#include "depl/controller/stoppable_solve.hpp"
+#include "depl/solver/parse.hpp"
+
+namespace depl::controller {
+namespace {
+
+constexpr const char* kWaitingForEarlierJobs =
+    "waiting for jobs created earlier to be placed first (placement follows creation order)";
+
+// Pools the plan in force names that discovery no longer finds (their nodes were deleted or are
+// not ready) come back from status.poolFigures with no GPUs.
+void add_vanished_pools(DecisionState& state, std::vector<solver::Pool>& pools) {
+  const auto& plan = state.status.plan;
+  if (!plan) return;
+  for (const auto& phase : plan->phases) {
+    const bool present = std::any_of(pools.begin(), pools.end(),
+                                     [&](const solver::Pool& p) { return p.name == phase.pool; });
+    auto remembered = state.status.pool_figures.find(phase.pool);
+    if (present || remembered == state.status.pool_figures.end()) continue;
+    if (auto pool = pool_from_figures(phase.pool, remembered->second)) {
+      pools.push_back(*pool);
+      state.vanished.insert(phase.pool);
+    }
+  }
+  std::sort(pools.begin(), pools.end(),
+            [](const solver::Pool& a, const solver::Pool& b) { return a.name < b.name; });
+}
+
+// Solves `problem` and records the time spent.
+Expected<solver::SolveResult> timed_solve(DecisionState& state, const solver::Problem& problem) {
+  // Every caller checks past_limits first; the solver's budget assumes a problem within them.
+  assert(state.past_limits.empty());
+  const double start = state.seconds_now();
+  // The solver stops at its next budget check when the controller stops: a solve abandoned
+  // below does not run on to its end.
+  solver::SolveOptions options = state.options.solve;
+  options.budget.stop = state.view.stop;
+  auto result =
+      solve_unless_stopped(problem, options, state.view.stop, state.options.solve_function);
+  const double took = state.seconds_now() - start;
+  state.decision.solve_seconds = std::max(0.0, state.decision.solve_seconds) + took;
+  if (result) state.last_solve_seconds = took;
+  return result;
+}
+
+// The solver's lower bound on the cost of every plan of the problem it solved: DepL's
+// certificate, or OPT's own cost; none for EXP and FULL, which are not certified.
+std::optional<double> certified_bound(const solver::SolveResult& result) {
+  if (!result.feasible ||
+      (result.algorithm != solver::Algorithm::DepL && result.algorithm != solver::Algorithm::Opt)) {
+    return std::nullopt;
+  }
+  return result.certificate.lower_bound;
+}
+
+PlanRecord record_of(const DecisionState& state, const solver::SolveResult& result,
+                     const solver::Problem& problem) {
+  PlanRecord r = to_record(result.plan, problem, result.figures);
+  r.algorithm = solver::to_string(result.algorithm);
+  r.solve_seconds = state.last_solve_seconds;
+  r.lower_bound = certified_bound(result);
+  r.budget_limited = result.stopped != solver::BudgetStop::None;
+  return r;
+}
+
+void infeasible(DecisionState& state, const std::string& reason, bool running) {
+  const bool already = state.status.condition_is(conditions::kPlanned) == false &&
+                       state.status.message == "no feasible plan: " + reason;
+  state.condition(conditions::kPlanned, false, "Infeasible", reason);
+  if (!running) {
+    state.set_phase(phases::kPending, "no feasible plan: " + reason);
+    state.condition(conditions::kRunning, false, "Infeasible", reason);
+  }
+  if (!already) state.event("Warning", "Infeasible", reason);
+}
+
+// Puts `record` in force (a new revision), with a Planned or Replanned condition and Event.
+void adopt(DecisionState& state, PlanRecord record, const char* reason, int epoch) {
+  JobStatus& status = state.status;
+  record.revision = status.plan ? status.plan->revision + 1 : 1;
+  std::string summary =
+      fmt::format("plan {}: {}; predicted cost {:.4g}, {:.0f} s, P(target) {:.4f}", record.revision,
+                  short_plan(record), record.cost, record.duration_seconds, record.probability);
+  if (record.lower_bound && record.cost > 0) {
+    summary += fmt::format("; within {:.2f}% of the least possible cost",
+                           100 * (record.cost - *record.lower_bound) / record.cost);
+  }
+  if (record.budget_limited) summary += "; the solve's budget ran out: the best plan found by then";
+  status.plan = std::move(record);
+  status.planned_at_epoch = epoch;
+  status.replan_requested = false;
+  state.condition(conditions::kPlanned, true, reason, summary);
+  state.event("Normal", reason, summary);
+  state.decision.replanned = true;
+}
+
+// What is left of `plan` from `pos`, as a plan of the remaining problem (whose datasets are the
+// plan's, in order).
+solver::Plan remainder_of(const solver::Plan& plan, const Position& pos) {
+  solver::Plan rest;
+  for (std::size_t i = 0; i < plan.datasets.size(); ++i) rest.datasets.push_back(i);
+  for (std::size_t i = pos.phase; i < plan.phases.size(); ++i) {
+    solver::Phase phase = plan.phases[i];
+    if (i == pos.phase) phase.epochs -= pos.done_in_phase;
+    if (phase.epochs > 0) rest.phases.push_back(phase);
+  }
+  return rest;
+}
+
+// The observed loss meets the target: the cheapest continuation is none. The plan is cut to what
+// ran and the job ends now instead of paying for epochs it no longer needs.
+void end_at_target(DecisionState& state, PlanRecord plan, const solver::Plan& solver_plan) {
+  const ProgressRecord& progress = state.status.progress;
+  const Position pos = position_of(plan, progress);
+  record_spent(state, solver_plan, pos);
+  const std::size_t ran = pos.phase + (pos.done_in_phase > 0 ? 1 : 0);
+  const bool cut =
+      ran < plan.phases.size() ||
+      (ran > 0 && plan.phases[ran - 1].epochs != pos.done_in_phase && pos.done_in_phase > 0);
+  if (cut) {
+    plan.phases.resize(std::max<std::size_t>(ran, 1));
+    if (pos.done_in_phase > 0) plan.phases[ran - 1].epochs = pos.done_in_phase;
+    plan.cost = progress.cost;
+    plan.duration_seconds = progress.seconds;
+    plan.loss_mean = *progress.loss;
+    plan.loss_stddev = 0;
+    plan.probability = 1;
+    adopt(state, plan, "Replanned", progress.epoch);
+  }
+  end_job(state, true, "TargetReached",
+          fmt::format("loss {:.4g} <= target {:.4g} after {} epochs", *progress.loss,
+                      state.full.target.loss, progress.epoch));
+}
+
+// A plan from what the cluster has now: the first one, or (`old` given and epochs run) one that
+// continues from the observed loss on the data the job trains on after a pool of the plan in force
+// went away. False when there is none.
+bool plan_afresh(DecisionState& state, const std::optional<PlanRecord>& old) {
+  const ProgressRecord& progress = state.status.progress;
+  const bool continues = old && progress.epoch > 0;
+  solver::Problem problem = state.full;
+  if (continues) {
+    std::vector<solver::Dataset> kept;
+    for (const auto& name : old->datasets) {
+      const int i = state.full.dataset_index(name);
+      if (i >= 0) kept.push_back(state.full.datasets[static_cast<std::size_t>(i)]);
+    }
+    if (!kept.empty()) {
+      problem.datasets = kept;
+      problem.fixed_datasets = true;
+    }
+    const Position pos = position_of(*old, progress);
+    const PhaseRecord& at = old->phases[pos.phase];
+    problem.start = solver::StartState{at.model, "", progress.loss.value_or(0), 0.0};
+    problem.training.max_epochs -= progress.epoch;
+    if (problem.training.max_epochs < 1) {
+      end_job(state, false, "TargetMissed", "the epoch horizon is used up");
+      return false;
+    }
+  }
+  auto result = timed_solve(state, problem);
+  if (!result || !result->feasible) {
+    infeasible(state, result ? result->reason : result.error().message, false);
+    return false;
+  }
+  PlanRecord record = record_of(state, *result, problem);
+  if (!continues) {
+    adopt(state, record, "Planned", progress.epoch);
+    return true;
+  }
+  // Completed phases stay as run; the running phase's pool is gone, so it ends where it is and
+  // the new plan continues after it.
+  const Position pos = position_of(*old, progress);
+  solver::Figures spent;
+  if (auto mapped = to_solver_plan(*old, state.full)) {
+    spent = spent_so_far(state.full, *mapped, pos);
+  }
+  adopt(state, splice(*old, pos, spent, record), "Replanned", progress.epoch);
+  return true;
+}
+
+// A plan for the rest of the job from the observed loss. `adopt_always`: the plan in force must
+// change (the spec changed, or a re-plan was asked for); false when no plan can be made then.
+// Otherwise (a re-plan on deviation) the plan in force is kept while it still keeps the promise
+// and the new one is not clearly cheaper, and the job goes on whatever the solver finds.
+bool replan_rest(DecisionState& state, const PlanRecord& plan, const solver::Plan& solver_plan,
+                 bool adopt_always) {
+  JobStatus& status = state.status;
+  const ProgressRecord& progress = status.progress;
+  const Position pos = position_of(plan, progress);
+  auto rest = remaining_problem(state.full, solver_plan, pos, progress.loss);
+  status.planned_at_epoch = progress.epoch;
+  if (!rest) {
+    if (adopt_always) infeasible(state, rest.error().message, true);
+    return !adopt_always;
+  }
+  auto result = timed_solve(state, *rest);
+  if (!result || !result->feasible) {
+    const std::string why = result ? result->reason : result.error().message;
+    if (adopt_always) {
+      infeasible(state, why, true);
+      return false;
+    }
+    // Keep the plan in force; say that the rest no longer meets the promise on its own.
+    status.message = fmt::format("re-plan at epoch {} found no feasible plan ({}); keeping plan {}",
+                                 progress.epoch, why, plan.revision);
+    return true;
+  }
+  const solver::Figures spent = spent_so_far(state.full, solver_plan, pos);
+  if (!adopt_always) {
+    // Hysteresis: the plan in force, continued from the observed loss, is kept while it still
+    // keeps the promise and the new plan is not clearly cheaper.
+    const solver::Plan in_force = remainder_of(solver_plan, pos);
+    if (!in_force.phases.empty()) {
+      const solver::Figures kept = solver::evaluate(*rest, in_force);
+      if (kept.feasible &&
+          result->figures.cost >= kept.cost * (1.0 - state.options.replan_min_savings)) {
+        // The new solve's bound holds for every plan of the remaining problem, this one too.
+        PlanRecord continued = to_record(in_force, *rest, kept);
+        continued.lower_bound = certified_bound(*result);
+        PlanRecord refreshed = splice(plan, pos, spent, continued);
+        refreshed.revision = plan.revision;
+        refreshed.algorithm = plan.algorithm;
+        status.plan = refreshed;
+        return true;
+      }
+    }
+  }
+  PlanRecord next = splice(plan, pos, spent, record_of(state, *result, *rest));
+  if (adopt_always || changes_course(plan, next, pos)) {
+    adopt(state, next, "Replanned", progress.epoch);
+  } else {
+    // Same course: refresh the predicted figures only.
+    next.revision = plan.revision;
+    status.plan = next;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool waits_for_its_turn(DecisionState& state) {
+  if (state.status.plan || state.view.unplanned_earlier_job.empty()) return false;
+  // Placement across jobs follows creation order: planning now would count GPUs the earlier job
+  // is about to claim. The message does not name that job: it changes with every job placed, and
+  // a thousand waiting jobs would each rewrite their status every time. The controller wakes the
+  // next job as soon as one is placed; the requeue is a fallback only (a short one would have
+  // every waiting job poll, O(jobs^2) work).
+  if (state.original.phase.empty()) {
+    // No status yet: none is written for a wait shorter than waiting_status_after.
+    const auto created =
+        parse_rfc3339(json_string(json_member(state.job, "metadata"), "creationTimestamp"));
+    const auto show_at = created ? *created + state.options.waiting_status_after : state.view.now;
+    if (state.view.now < show_at) {
+      state.hold_status = true;
+      state.decision.requeue_after =
+          std::chrono::ceil<std::chrono::seconds>(show_at - state.view.now);
+      return true;
+    }
+  }
+  state.set_phase(phases::kPending, kWaitingForEarlierJobs);
+  state.decision.requeue_after = std::chrono::seconds(30);
+  return true;
+}
+
+bool look_at_cluster(DecisionState& state) {
+  const JobView& view = state.view;
+  DiscoveredPools found = discover_pools(view.nodes, view.gpus_in_use, view.catalog,
+                                         state.options.pool_defaults, view.reservations);
+  state.pool_labels = found.pool_label;
+  add_vanished_pools(state, found.pools);
+  auto full = solver::combine(state.problem, found.pools);
+  if (!full) {
+    infeasible(state,
+               fmt::format("no node pool with free GPUs{}{}", found.notes.empty() ? "" : ": ",
+                           summarise(found.notes)),
+               false);
+    return false;
+  }
+  state.full = std::move(*full);
+  state.pools_known = true;
+  // Time spent waiting for admission counts against the deadline: the plans fit in what is left
+  // of it.
+  if (auto& deadline = state.full.target.deadline_seconds; deadline && state.status.queue) {
+    const double queued = queued_seconds(*state.status.queue, view.now);
+    if (queued > 0) deadline = std::max(*deadline - queued, 1e-3);
+  }
+  return true;
+}
+
+bool plan_if_needed(DecisionState& state) {
+  const JobStatus& status = state.status;
+  const ProgressRecord& progress = status.progress;
+  const std::optional<PlanRecord> plan = status.plan;
+  std::optional<solver::Plan> solver_plan;
+  bool pool_lost = false;  // the running phase or a later one is on a pool that is gone
+  if (plan) {
+    if (auto mapped = to_solver_plan(*plan, state.full)) solver_plan = *mapped;
+    const Position pos = position_of(*plan, progress);
+    for (std::size_t i = pos.phase; i < plan->phases.size(); ++i) {
+      const bool done = i == pos.phase && pos.done_in_phase >= plan->phases[i].epochs;
+      if (!done && state.vanished.count(plan->phases[i].pool) > 0) pool_lost = true;
+    }
+  }
+  const bool spec_changed =
+      status.observed_generation && *status.observed_generation != state.generation;
+  const bool running = plan && progress.epoch > 0;
+
+  if (plan && solver_plan && progress.loss && *progress.loss <= state.full.target.loss &&
+      state.replans_on_deviation() && !spec_changed) {
+    end_at_target(state, *plan, *solver_plan);
+    return false;
+  }
+  if (!state.past_limits.empty()) {
+    const bool keeps_plan = plan && solver_plan && !pool_lost;
+    past_solver_limits(state, keeps_plan);
+    return keeps_plan;
+  }
+  if (!plan || !solver_plan || spec_changed || status.replan_requested || pool_lost) {
+    // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.
+    if (!running || !solver_plan || pool_lost) return plan_afresh(state, plan);
+    return replan_rest(state, *plan, *solver_plan, /*adopt_always=*/true);
+  }
+  if (state.replans_on_deviation() && progress.epoch > status.planned_at_epoch.value_or(0) &&
+      progress.loss) {
+    replan_rest(state, *plan, *solver_plan, /*adopt_always=*/false);
+  }
+  return true;
+}
+
+void past_solver_limits(DecisionState& state, bool keeps_plan) {
+  const std::string text = "past the solver's limits: " + summarise(state.past_limits);
+  const std::string message =
+      keeps_plan ? text + "; the plan in force runs on, a new plan waits for a spec within them"
+                 : "cannot be planned: " + text;
+  const Condition* planned = state.status.condition(conditions::kPlanned);
+  const bool already =
+      planned != nullptr && planned->status == "False" && planned->message == message;
+  state.condition(conditions::kPlanned, false, "PastSolverLimits", message);
+  if (!keeps_plan) {
+    state.set_phase(phases::kPending, message);
+    state.condition(conditions::kRunning, false, "PastSolverLimits", message);
+  }
+  if (!already) state.event("Warning", "PastSolverLimits", message);
+}
+
+bool extend_plan(DecisionState& state, const PlanRecord& plan, const Position& end) {
+  if (!state.replans_on_deviation()) return false;
+  const ProgressRecord& progress = state.status.progress;
+  auto mapped = to_solver_plan(plan, state.full);
+  if (!mapped) return false;
+  auto rest = remaining_problem(state.full, *mapped, end, progress.loss, /*pods_running=*/false);
+  if (!rest) return false;
+  auto result = timed_solve(state, *rest);
+  if (!result || !result->feasible) return false;
+  const solver::Figures spent = spent_so_far(state.full, *mapped, end);
+  PlanRecord more = record_of(state, *result, *rest);
+  PlanRecord next = plan;
+  for (const auto& p : more.phases) next.phases.push_back(p);
+  next.cost = spent.cost + more.cost;
+  next.duration_seconds = spent.duration_seconds + more.duration_seconds;
+  next.loss_mean = more.loss_mean;
+  next.loss_stddev = more.loss_stddev;
+  next.probability = more.probability;
+  adopt(state, next, "Replanned", progress.epoch);
+  return true;
+}
+
+void record_spent(DecisionState& state, const solver::Plan& plan, const Position& position) {
+  const solver::Figures spent = spent_so_far(state.full, plan, position);
+  // Never report less than before: status must not go backwards.
+  ProgressRecord& progress = state.status.progress;
+  progress.cost = std::max(spent.cost, progress.cost);
+  progress.seconds = std::max(spent.duration_seconds, progress.seconds);
+}
+
+}  // namespace depl::controller

@@ -1,0 +1,179 @@
+// The job's status as typed values: what is written reads back the same, what a user may have
+// edited reads leniently, and what this version does not know is kept.
+#include "depl/controller/job_status.hpp"
+
+#include <gtest/gtest.h>
+
+namespace depl::controller {
+namespace {
+
+using nlohmann::json;
+
+PlanRecord record() {
+  PlanRecord r;
+  r.datasets = {"a", "b"};
+  r.phases = {{"small", 4, "a100", 2}, {"full", 6, "a100", 4}};
+  r.revision = 1;
+  return r;
+}
+
+JobStatus a_running_status() {
+  JobStatus s;
+  s.phase = phases::kRunning;
+  s.message = "phase 1/2";
+  s.observed_generation = 3;
+  s.started_at = "2026-11-22T05:00:00Z";
+  set_condition(s, conditions::kPlanned, true, "Planned", "plan 1", 3, "2026-11-22T05:00:00Z");
+  s.plan = record();
+  s.plan->cost = 1.25;
+  s.planned_at_epoch = 2;
+  s.progress.epoch = 3;
+  s.progress.loss = 0.5;
+  s.progress.history = {{3, 0, 0.5}};
+  s.progress.round = 1;
+  s.progress.stop_after_epoch = 4;
+  s.progress.model = "small";
+  s.progress.pool = "a100";
+  s.failed_pods = {"uid-1"};
+  s.pool_figures["a100"] = {"A100", 1000, 3.6, 1e9, 1e8, 30, {{"t4", 1e8}}};
+  return s;
+}
+
+TEST(JobStatus, WhatIsEncodedDecodesTheSame) {
+  const JobStatus status = a_running_status();
+  const json encoded = encode_status(status);
+  EXPECT_EQ(decode_status(encoded), status);
+  EXPECT_EQ(encode_status(decode_status(encoded)), encoded);
+  EXPECT_EQ(encoded["plan"]["predicted"]["cost"], 1.25);
+  EXPECT_EQ(encoded["progress"]["stopAfterEpoch"], 4);
+  EXPECT_EQ(encoded["poolFigures"]["a100"]["interPool"]["t4"], 1e8);
+  EXPECT_FALSE(encoded.contains("replanRequested")) << "written only when asked for";
+  EXPECT_FALSE(encoded.contains("finishedAt"));
+}
+
+TEST(JobStatus, AnEmptyStatusEncodesAsAnEmptyObject) {
+  EXPECT_EQ(encode_status(JobStatus{}), json::object());
+  EXPECT_EQ(decode_status(json()), JobStatus{});
+  EXPECT_EQ(decode_status(json::array({1, 2})), JobStatus{});
+  // A planned job's progress says nothing of losses before a worker reported one.
+  JobStatus planned;
+  planned.plan = record();
+  const json progress = encode_status(planned)["progress"];
+  EXPECT_FALSE(progress.contains("history")) << progress.dump();
+  EXPECT_FALSE(progress.contains("loss")) << progress.dump();
+}
+
+// status.queue is written from the first wait for admission on, and not before.
+TEST(JobStatus, TheQueueRecordIsWrittenOnceTheJobHasWaited) {
+  JobStatus status = a_running_status();
+  EXPECT_FALSE(encode_status(status).contains("queue"));
+  status.queue = QueueRecord{"2026-11-22T05:01:00Z", 30, true};
+  const json encoded = encode_status(status);
+  EXPECT_EQ(encoded["queue"],
+            json({{"since", "2026-11-22T05:01:00Z"}, {"waitedSeconds", 30}, {"replanned", true}}));
+  EXPECT_EQ(decode_status(encoded), status);
+  // Edited: what cannot be read is absent.
+  json edited = encoded;
+  edited["queue"] = {{"since", "soon"}, {"waitedSeconds", "long"}};
+  EXPECT_EQ(decode_status(edited).queue, QueueRecord{});
+  edited["queue"] = "queued";
+  EXPECT_EQ(decode_status(edited).queue, std::nullopt);
+}
+
+// A replica of another version may write fields this one does not know: they stay.
+TEST(JobStatus, KeysThisVersionDoesNotKnowAreKept) {
+  json written = encode_status(a_running_status());
+  written["reservation"] = {{"position", 3}};
+  written["preemptions"] = json::array({"spot"});
+  JobStatus status = decode_status(written);
+  status.progress.epoch = 4;
+  const json again = encode_status(status);
+  EXPECT_EQ(again["reservation"], written["reservation"]);
+  EXPECT_EQ(again["preemptions"], written["preemptions"]);
+  EXPECT_EQ(again["progress"]["epoch"], 4);
+}
+
+TEST(JobStatus, EditedFieldsReadAsAbsent) {
+  json written = encode_status(a_running_status());
+  written["phase"] = 5;
+  written["observedGeneration"] = "3";
+  written["conditions"].push_back("not a condition");
+  written["failedPods"].push_back(7);
+  written["poolFigures"]["t4"] = "junk";
+  written["replanRequested"] = "yes";
+  const JobStatus status = decode_status(written);
+  EXPECT_EQ(status.phase, "");
+  EXPECT_EQ(status.observed_generation, std::nullopt);
+  EXPECT_EQ(status.conditions.size(), 1u);
+  EXPECT_EQ(status.failed_pods, std::vector<std::string>{"uid-1"});
+  EXPECT_EQ(status.pool_figures.count("t4"), 0u);
+  EXPECT_FALSE(status.replan_requested);
+  EXPECT_TRUE(status.unknown.empty()) << status.unknown.dump();
+}
+
+TEST(JobStatus, PoolsComeBackFromTheirFiguresWithoutGpus) {
+  solver::Pool pool{"a100", "A100", 8, 1000, 3.6, 1e9, 1e8, 30, {{"t4", 1e8}}, 2, 4};
+  auto back = pool_from_figures("a100", figures_of(pool));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->gpus, 0);
+  EXPECT_EQ(back->gpu_gflops, 1000);
+  EXPECT_EQ(back->inter_pool, pool.inter_pool);
+  EXPECT_FALSE(pool_from_figures("x", PoolFigures{}).has_value()) << "no speed, no pool";
+}
+
+TEST(JobStatus, RoundTripsAndConditions) {
+  PlanRecord r = record();
+  r.cost = 1.5;
+  auto back = plan_from_json(json{{"plan", to_json(r)}});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->phases, r.phases);
+  EXPECT_DOUBLE_EQ(back->cost, 1.5);
+  EXPECT_FALSE(plan_from_json(json{{"plan", {{"phases", "junk"}}}}).has_value());
+
+  ProgressRecord pr;
+  pr.epoch = 4;
+  pr.loss = 0.7;
+  pr.history = {{4, 0, 0.7}};
+  auto pback = progress_from_json(json{{"progress", to_json(pr)}});
+  EXPECT_EQ(pback.epoch, 4);
+  EXPECT_DOUBLE_EQ(*pback.loss, 0.7);
+  EXPECT_EQ(pback.history.size(), 1u);
+
+  JobStatus typed;
+  EXPECT_TRUE(set_condition(typed, "Planned", true, "Planned", "ok", 1, "t1"));
+  EXPECT_FALSE(set_condition(typed, "Planned", true, "Planned", "ok", 1, "t2"));
+  const json status = encode_status(typed);
+  EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], "t1");
+  EXPECT_TRUE(set_condition(typed, "Planned", false, "Infeasible", "no", 2, "t3"));
+  const json flipped = encode_status(typed);
+  EXPECT_EQ(flipped["conditions"][0]["lastTransitionTime"], "t3");
+  EXPECT_EQ(flipped["conditions"][0]["observedGeneration"], 2);
+  EXPECT_EQ(condition_status(flipped, "Planned"), false);
+  EXPECT_EQ(condition_status(flipped, "Valid"), std::nullopt);
+  EXPECT_EQ(typed.condition_is("Planned"), false);
+}
+
+// Found by fuzz/progress_endpoint_fuzz.cpp (UBSan): an edited status with a number too large
+// for an int was converted anyway (undefined behaviour); it now reads as absent.
+TEST(JobStatus, NumbersThatDoNotFitAnIntReadAsAbsent) {
+  const auto status = json::parse(R"({
+      "plan": {"datasets": ["a"], "revision": 1e20,
+               "phases": [{"model": "m", "epochs": 2.0, "pool": "p", "workers": 3}]},
+      "progress": {"phase": 1e10, "epoch": 18446744073709551615, "stopAfterEpoch": -1e300,
+                   "history": [{"epoch": 1e10, "phase": 2147483648, "loss": 0.5}]}})");
+  auto plan = plan_from_json(status);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->revision, 0);
+  EXPECT_EQ(plan->phases[0].epochs, 2);
+  ProgressRecord progress = progress_from_json(status);
+  EXPECT_EQ(progress.phase, 0);
+  EXPECT_EQ(progress.epoch, 0);
+  EXPECT_EQ(progress.stop_after_epoch, 0);
+  ASSERT_EQ(progress.history.size(), 1u);
+  EXPECT_EQ(progress.history[0].epoch, 0);
+  EXPECT_EQ(progress.history[0].phase, 0);
+  EXPECT_DOUBLE_EQ(progress.history[0].loss, 0.5);
+}
+
+}  // namespace
+}  // namespace depl::controller
