@@ -102,7 +102,10 @@ Decision DecisionState::finish() {
     const bool creates_pods =
         std::any_of(decision.create.begin(), decision.create.end(),
                     [](const json& o) { return json_string(o, "kind") == "Pod"; });
-    if (creates_pods || !view.owned_pods.empty()) decision.ensure_token_secret = true;
+    if (creates_pods || !view.owned_pods.empty()) {
+      decision.ensure_token_secret = true;
+      decision.token_secret = view.new_token_secret;
+    }
   }
   decision.round = {status.progress.phase, status.progress.round};
   if (hold_status) return std::move(decision);

@@ -73,6 +73,149 @@ json assumed_profile(const PhaseLaunch& launch, const solver::ModelVariant& mode
   return profile;
 }
 
+// The volumes of a worker pod and where its container mounts them: each dataset the plan uses
+// whose source is a PVC (read-only, at /data/<name>) and the checkpoint PVC; datasets given by URI
+// are passed on as "<name>=<uri>,...".
+struct DataVolumes {
+  std::string datasets;  // the plan's datasets, "a,b"
+  std::string dataset_uris;
+  json volumes = json::array();
+  json mounts = json::array();
+};
+
+DataVolumes data_volumes(const PhaseLaunch& launch) {
+  DataVolumes out;
+  const json& spec = spec_of(*launch.job);
+  const json* sources = nullptr;
+  if (auto list = spec.find("datasets"); list != spec.end() && list->is_array()) sources = &*list;
+  for (std::size_t di : launch.plan->datasets) {
+    const solver::Dataset& d = launch.problem->datasets.at(di);
+    if (!out.datasets.empty()) out.datasets += ",";
+    out.datasets += d.name;
+    if (sources == nullptr) continue;
+    for (const auto& ds : *sources) {
+      if (!ds.is_object() || ds.value("name", "") != d.name) continue;
+      auto source = ds.find("source");
+      if (source == ds.end() || !source->is_object()) continue;
+      if (source->contains("pvc") && (*source)["pvc"].is_string()) {
+        const std::string volume = fmt::format("data-{}", out.volumes.size());
+        out.volumes.push_back(
+            {{"name", volume},
+             {"persistentVolumeClaim", {{"claimName", (*source)["pvc"]}, {"readOnly", true}}}});
+        out.mounts.push_back(
+            {{"name", volume}, {"mountPath", "/data/" + d.name}, {"readOnly", true}});
+      }
+      if (source->contains("uri") && (*source)["uri"].is_string()) {
+        if (!out.dataset_uris.empty()) out.dataset_uris += ",";
+        out.dataset_uris += d.name + "=" + (*source)["uri"].get<std::string>();
+      }
+    }
+  }
+  if (auto c = spec.find("checkpoint");
+      c != spec.end() && c->is_object() && c->contains("pvc") && (*c)["pvc"].is_string()) {
+    out.volumes.push_back(
+        {{"name", "checkpoint"}, {"persistentVolumeClaim", {{"claimName", (*c)["pvc"]}}}});
+    out.mounts.push_back({{"name", "checkpoint"}, {"mountPath", c->value("path", "/checkpoints")}});
+  }
+  // The progress token as a file too, for callbacks written for Kubeflow Trainer, which read it
+  // from the file KUBEFLOW_TRAINER_SERVER_TOKEN names.
+  out.volumes.push_back({{"name", "progress-token"},
+                         {"secret",
+                          {{"secretName", launch.token_secret},
+                           {"items", json::array({{{"key", kTokenKey}, {"path", kTokenKey}}})}}}});
+  out.mounts.push_back(
+      {{"name", "progress-token"}, {"mountPath", kProgressTokenDir}, {"readOnly", true}});
+  return out;
+}
+
+// The worker contract's environment (docs/worker-contract.md), then the model's own variables.
+json worker_env(const PhaseLaunch& launch, int rank, const solver::ModelVariant& model,
+                const DataVolumes& data) {
+  const json& job = *launch.job;
+  const std::string name = job_name(job);
+  const std::string ns = job_namespace(job);
+  const solver::Phase& phase = launch.plan->phases.at(launch.phase);
+  const int port = rendezvous_port(job["metadata"].value("uid", ""), launch.phase);
+  const std::string master =
+      launch.rendezvous == RendezvousMode::Loopback
+          ? std::string("127.0.0.1")
+          : fmt::format("{}.{}.{}.svc", worker_pod_name(name, launch.phase, 0),
+                        rendezvous_service_name(name, launch.phase), ns);
+  json env = json::array({
+      env_value("DEPL_JOB", name),
+      env_value("DEPL_NAMESPACE", ns),
+      env_value("DEPL_PHASE", std::to_string(launch.phase)),
+      env_value("DEPL_MODEL", model.name),
+      env_value("DEPL_EPOCHS", std::to_string(launch.epochs)),
+      env_value("DEPL_START_EPOCH", std::to_string(launch.start_epoch)),
+      env_value("DEPL_DATASETS", data.datasets),
+      env_value("DEPL_CHECKPOINT_DIR", checkpoint_dir(job, launch.checkpoint_root)),
+      env_value("DEPL_PROGRESS_URL",
+                fmt::format("{}/v1/namespaces/{}/jobs/{}/progress", launch.progress_url, ns, name)),
+      json{{"name", "DEPL_PROGRESS_TOKEN"},
+           {"valueFrom", {{"secretKeyRef", {{"name", launch.token_secret}, {"key", kTokenKey}}}}}},
+      env_value(kTrainerServerUrlEnv,
+                trainer_status_url(launch.progress_url, ns, name, launch.phase, rank)),
+      env_value(kTrainerServerTokenEnv, fmt::format("{}/{}", kProgressTokenDir, kTokenKey)),
+      env_value("DEPL_LOSS_PROFILE", assumed_profile(launch, model).dump()),
+      env_value("WORLD_SIZE", std::to_string(phase.workers)),
+      env_value("RANK", std::to_string(rank)),
+      env_value("MASTER_ADDR", master),
+      env_value("MASTER_PORT", std::to_string(port)),
+  });
+  if (!data.dataset_uris.empty()) {
+    env.push_back(env_value("DEPL_DATASET_URIS", data.dataset_uris));
+  }
+  const json& mspec = model_spec(job, model.name);
+  if (auto extra = mspec.find("env"); extra != mspec.end() && extra->is_array()) {
+    for (const auto& e : *extra) {
+      if (e.is_object() && e.contains("name")) env.push_back(e);
+    }
+  }
+  return env;
+}
+
+// The model's resources, with its GPUs per worker as both request and limit.
+json worker_resources(const json& spec_entry, const solver::ModelVariant& model) {
+  json resources = json::object();
+  if (auto r = spec_entry.find("resources"); r != spec_entry.end() && r->is_object()) {
+    resources = *r;
+  }
+  resources["limits"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
+  resources["requests"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
+  return resources;
+}
+
+// Puts the pod on the phase's pool (`pool_label` = its name) with the job's pod template: its
+// node selector, tolerations (after the one for GPU nodes) and service account.
+void place_on_pool(json& pod_spec, const json& job, const std::string& pool_label,
+                   const solver::Pool& pool) {
+  const json& spec = spec_of(job);
+  json node_selector = json::object();
+  json tolerations =
+      json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  std::string service_account;
+  if (auto t = spec.find("podTemplate"); t != spec.end() && t->is_object()) {
+    if (auto ns_sel = t->find("nodeSelector"); ns_sel != t->end() && ns_sel->is_object()) {
+      node_selector = *ns_sel;
+    }
+    if (auto tol = t->find("tolerations"); tol != t->end() && tol->is_array()) {
+      for (const auto& x : *tol) tolerations.push_back(x);
+    }
+    service_account = t->value("serviceAccountName", "");
+  }
+  node_selector[pool_label] = pool.name;
+  pod_spec["nodeSelector"] = node_selector;
+  pod_spec["tolerations"] = tolerations;
+  // The namespace's default ServiceAccount unless the job names one its policy allows; a worker
+  // needs no API token unless a job asks for an account for it.
+  if (service_account.empty()) {
+    pod_spec["automountServiceAccountToken"] = false;
+  } else {
+    pod_spec["serviceAccountName"] = service_account;
+  }
+}
+
 }  // namespace
 
 json restricted_pod_security() {
@@ -160,146 +303,36 @@ json build_rendezvous_service(const PhaseLaunch& launch) {
 
 json build_worker_pod(const PhaseLaunch& launch, int rank) {
   const json& job = *launch.job;
-  const solver::Problem& problem = *launch.problem;
-  const solver::Plan& plan = *launch.plan;
-  const solver::Phase& phase = plan.phases.at(launch.phase);
-  const solver::ModelVariant& model = problem.models.at(phase.model);
-  const solver::Pool& pool = problem.pools.at(phase.pool);
+  const solver::Phase& phase = launch.plan->phases.at(launch.phase);
+  const solver::ModelVariant& model = launch.problem->models.at(phase.model);
+  const solver::Pool& pool = launch.problem->pools.at(phase.pool);
   const std::string name = job_name(job);
-  const std::string ns = job_namespace(job);
   const std::string pod_name = worker_pod_name(name, launch.phase, rank);
-  const std::string service = rendezvous_service_name(name, launch.phase);
-  const json& spec = spec_of(job);
   const json& mspec = model_spec(job, model.name);
-
-  std::string datasets;
-  std::string dataset_uris;
-  json volumes = json::array();
-  json mounts = json::array();
-  for (std::size_t di : plan.datasets) {
-    const solver::Dataset& d = problem.datasets.at(di);
-    if (!datasets.empty()) datasets += ",";
-    datasets += d.name;
-    // Dataset sources from the spec: a PVC is mounted read-only, a URI is passed on.
-    if (auto list = spec.find("datasets"); list != spec.end() && list->is_array()) {
-      for (const auto& ds : *list) {
-        if (!ds.is_object() || ds.value("name", "") != d.name) continue;
-        auto source = ds.find("source");
-        if (source == ds.end() || !source->is_object()) continue;
-        if (source->contains("pvc") && (*source)["pvc"].is_string()) {
-          const std::string volume = fmt::format("data-{}", volumes.size());
-          volumes.push_back(
-              {{"name", volume},
-               {"persistentVolumeClaim", {{"claimName", (*source)["pvc"]}, {"readOnly", true}}}});
-          mounts.push_back(
-              {{"name", volume}, {"mountPath", "/data/" + d.name}, {"readOnly", true}});
-        }
-        if (source->contains("uri") && (*source)["uri"].is_string()) {
-          if (!dataset_uris.empty()) dataset_uris += ",";
-          dataset_uris += d.name + "=" + (*source)["uri"].get<std::string>();
-        }
-      }
-    }
-  }
-  if (auto c = spec.find("checkpoint");
-      c != spec.end() && c->is_object() && c->contains("pvc") && (*c)["pvc"].is_string()) {
-    volumes.push_back(
-        {{"name", "checkpoint"}, {"persistentVolumeClaim", {{"claimName", (*c)["pvc"]}}}});
-    mounts.push_back({{"name", "checkpoint"}, {"mountPath", c->value("path", "/checkpoints")}});
-  }
-  // The progress token as a file too, for callbacks written for Kubeflow Trainer, which read it
-  // from the file KUBEFLOW_TRAINER_SERVER_TOKEN names.
-  volumes.push_back({{"name", "progress-token"},
-                     {"secret",
-                      {{"secretName", launch.token_secret},
-                       {"items", json::array({{{"key", kTokenKey}, {"path", kTokenKey}}})}}}});
-  mounts.push_back(
-      {{"name", "progress-token"}, {"mountPath", kProgressTokenDir}, {"readOnly", true}});
-
   const int port = rendezvous_port(job["metadata"].value("uid", ""), launch.phase);
-  const std::string master =
-      launch.rendezvous == RendezvousMode::Loopback
-          ? std::string("127.0.0.1")
-          : fmt::format("{}.{}.{}.svc", worker_pod_name(name, launch.phase, 0), service, ns);
-
-  json env = json::array({
-      env_value("DEPL_JOB", name),
-      env_value("DEPL_NAMESPACE", ns),
-      env_value("DEPL_PHASE", std::to_string(launch.phase)),
-      env_value("DEPL_MODEL", model.name),
-      env_value("DEPL_EPOCHS", std::to_string(launch.epochs)),
-      env_value("DEPL_START_EPOCH", std::to_string(launch.start_epoch)),
-      env_value("DEPL_DATASETS", datasets),
-      env_value("DEPL_CHECKPOINT_DIR", checkpoint_dir(job, launch.checkpoint_root)),
-      env_value("DEPL_PROGRESS_URL",
-                fmt::format("{}/v1/namespaces/{}/jobs/{}/progress", launch.progress_url, ns, name)),
-      json{{"name", "DEPL_PROGRESS_TOKEN"},
-           {"valueFrom", {{"secretKeyRef", {{"name", launch.token_secret}, {"key", kTokenKey}}}}}},
-      env_value(kTrainerServerUrlEnv,
-                trainer_status_url(launch.progress_url, ns, name, launch.phase, rank)),
-      env_value(kTrainerServerTokenEnv, fmt::format("{}/{}", kProgressTokenDir, kTokenKey)),
-      env_value("DEPL_LOSS_PROFILE", assumed_profile(launch, model).dump()),
-      env_value("WORLD_SIZE", std::to_string(phase.workers)),
-      env_value("RANK", std::to_string(rank)),
-      env_value("MASTER_ADDR", master),
-      env_value("MASTER_PORT", std::to_string(port)),
-  });
-  if (!dataset_uris.empty()) env.push_back(env_value("DEPL_DATASET_URIS", dataset_uris));
-  if (auto extra = mspec.find("env"); extra != mspec.end() && extra->is_array()) {
-    for (const auto& e : *extra) {
-      if (e.is_object() && e.contains("name")) env.push_back(e);
-    }
-  }
-
-  json resources = json::object();
-  if (auto r = mspec.find("resources"); r != mspec.end() && r->is_object()) resources = *r;
-  resources["limits"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
-  resources["requests"]["nvidia.com/gpu"] = std::to_string(model.gpus_per_worker);
-
-  json node_selector = json::object();
-  json tolerations =
-      json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
-  std::string service_account;
-  if (auto t = spec.find("podTemplate"); t != spec.end() && t->is_object()) {
-    if (auto ns_sel = t->find("nodeSelector"); ns_sel != t->end() && ns_sel->is_object()) {
-      node_selector = *ns_sel;
-    }
-    if (auto tol = t->find("tolerations"); tol != t->end() && tol->is_array()) {
-      for (const auto& x : *tol) tolerations.push_back(x);
-    }
-    service_account = t->value("serviceAccountName", "");
-  }
-  node_selector[launch.pool_label] = pool.name;
+  const DataVolumes data = data_volumes(launch);
 
   json labels = common_labels(job, launch.phase);
   labels[kRankLabel] = std::to_string(rank);
   json container = {{"name", "worker"},
                     {"image", model.image},
-                    {"env", env},
-                    {"resources", resources},
+                    {"env", worker_env(launch, rank, model, data)},
+                    {"resources", worker_resources(mspec, model)},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})},
                     {"securityContext", restricted_container_security()}};
-  if (!mounts.empty()) container["volumeMounts"] = mounts;
+  if (!data.mounts.empty()) container["volumeMounts"] = data.mounts;
   json pod_spec = {{"restartPolicy", "Never"},
                    {"hostname", pod_name},
-                   {"subdomain", service},
-                   {"nodeSelector", node_selector},
-                   {"tolerations", tolerations},
+                   {"subdomain", rendezvous_service_name(name, launch.phase)},
                    {"securityContext", restricted_pod_security()},
                    {"containers", json::array({container})}};
-  if (!volumes.empty()) pod_spec["volumes"] = volumes;
-  // The namespace's default ServiceAccount unless the job names one its policy allows; a worker
-  // needs no API token unless a job asks for an account for it.
-  if (service_account.empty()) {
-    pod_spec["automountServiceAccountToken"] = false;
-  } else {
-    pod_spec["serviceAccountName"] = service_account;
-  }
+  place_on_pool(pod_spec, job, launch.pool_label, pool);
+  if (!data.volumes.empty()) pod_spec["volumes"] = data.volumes;
   return json{{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata",
                {{"name", pod_name},
-                {"namespace", ns},
+                {"namespace", job_namespace(job)},
                 {"labels", labels},
                 {"annotations",
                  {{"depl.dev/pool", pool.name},

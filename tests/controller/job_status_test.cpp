@@ -26,6 +26,8 @@ JobStatus a_running_status() {
   set_condition(s, conditions::kPlanned, true, "Planned", "plan 1", 3, "2026-11-22T05:00:00Z");
   s.plan = record();
   s.plan->cost = 1.25;
+  s.plan->lower_bound = 1.0;
+  s.plan->budget_limited = true;
   s.planned_at_epoch = 2;
   s.progress.epoch = 3;
   s.progress.loss = 0.5;
@@ -36,6 +38,7 @@ JobStatus a_running_status() {
   s.progress.pool = "a100";
   s.failed_pods = {"uid-1"};
   s.pool_figures["a100"] = {"A100", 1000, 3.6, 1e9, 1e8, 30, {{"t4", 1e8}}};
+  s.progress_token = ProgressTokenRecord{"mnist-progress-a1b2c3d4", "3f7a"};
   return s;
 }
 
@@ -47,6 +50,11 @@ TEST(JobStatus, WhatIsEncodedDecodesTheSame) {
   EXPECT_EQ(encoded["plan"]["predicted"]["cost"], 1.25);
   EXPECT_EQ(encoded["progress"]["stopAfterEpoch"], 4);
   EXPECT_EQ(encoded["poolFigures"]["a100"]["interPool"]["t4"], 1e8);
+  EXPECT_EQ(encoded["plan"]["predicted"]["lowerBound"], 1.0);
+  EXPECT_EQ(encoded["plan"]["predicted"]["gap"], 0.2);
+  EXPECT_EQ(encoded["plan"]["budgetLimited"], true);
+  EXPECT_EQ(encoded["progressToken"],
+            (json{{"secret", "mnist-progress-a1b2c3d4"}, {"sha256", "3f7a"}}));
   EXPECT_FALSE(encoded.contains("replanRequested")) << "written only when asked for";
   EXPECT_FALSE(encoded.contains("finishedAt"));
 }

@@ -97,6 +97,7 @@ struct Decision {
   // record it in the status (status.progressToken), before any pod: the job gets workers and its
   // status records no token yet. The pods created reference that Secret.
   bool ensure_token_secret = false;
+  std::string token_secret;            // that Secret's name (view.new_token_secret)
   std::vector<nlohmann::json> create;  // Pods and Services, in order
   std::vector<ObjectToDelete> remove;
   std::vector<EventSpec> events;

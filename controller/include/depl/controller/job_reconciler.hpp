@@ -1,17 +1,17 @@
-// Reconciles one DependableTrainingJob: gathers its view from the informer caches, asks
-// decide() what to do, and carries the decision out through the API client (status first, so a
-// counted failure or a new plan is never lost, then deletions and creations, then events). Every
-// step is idempotent: deterministic pod names, uid preconditions on deletes, resourceVersion
-// preconditions on status writes. A job whose last creates the caches do not show yet is left
-// alone until they do (CreateExpectations), so a lagging pods watch never starts a round twice.
+// Reconciles one DependableTrainingJob: gathers its view from the informer caches, asks decide()
+// what to do, and has the DecisionExecutor carry the decision out through the API client. A job
+// whose last creates the caches do not show yet is left alone until they do (CreateExpectations),
+// so a lagging pods watch never starts a round twice.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
 
 #include "depl/common/clock.hpp"
 #include "depl/controller/create_expectations.hpp"
+#include "depl/controller/decision_executor.hpp"
 #include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/metrics.hpp"
@@ -47,9 +47,6 @@ struct ReconcilerOptions {
   std::function<void()> turn_taken;
 };
 
-// Records an Event about an object (the runtime's recorder in production).
-using EventSink = std::function<void(const nlohmann::json& object, const EventSpec& event)>;
-
 class JobReconciler {
  public:
   JobReconciler(kube::Client& client, JobCaches caches, Clock& clock, EventSink events,
@@ -68,31 +65,15 @@ class JobReconciler {
   JobView view_of(const nlohmann::json& job) const;
 
  private:
-  // Creates the Secret `name` with a random progress token for `job`; what its status records.
-  Expected<ProgressTokenRecord, kube::ReconcileError> create_token_secret(const nlohmann::json& job,
-                                                                          const std::string& name);
-  // The options of the reconciler's writes, which never read the object the server returns.
-  kube::WriteOptions quiet_write() const;
-  // The API server refused `object`, built from `job`'s spec (creation_rejection.hpp): records it
-  // in the job's status with a Warning Event, once per spec generation. Failures are only logged:
-  // the reconcile fails anyway and is retried.
-  void report_rejection(const nlohmann::json& job, const nlohmann::json& object,
-                        const kube::ApiError& error);
-  // Whether the `type` object `ns`/`name` (whose create was answered AlreadyExists) is there
-  // and not controlled by the job with uid `uid`.
-  bool held_by_another(const kube::ResourceType& type, const std::string& ns,
-                       const std::string& name, const std::string& uid);
+  // When the caches do not show all of the job's last creates yet: the wait before looking again.
+  std::optional<kube::Action> awaiting_creates(const nlohmann::json& job);
 
-  kube::Client& client_;
   JobCaches caches_;
   Clock& clock_;
-  EventSink events_;
   MetricsRegistry& metrics_;
   ReconcilerOptions options_;
+  DecisionExecutor executor_;
   SolveCancellations solves_;
 };
-
-// Declares the controller's metrics in `registry` (names in docs/operations.md).
-void describe_controller_metrics(MetricsRegistry& registry);
 
 }  // namespace depl::controller
