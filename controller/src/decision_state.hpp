@@ -38,6 +38,8 @@ class DecisionState {
   std::vector<std::string> past_limits;  // the spec's fields past the solver's limits
   solver::Problem full;  // with the cluster's pools (and vanished ones the plan names)
   std::map<std::string, std::string> pool_labels;  // pool name -> node label selecting it
+  // Per spot pool, the tolerations of its nodes' spot taints (DiscoveredPools::spot_tolerations).
+  std::map<std::string, nlohmann::json> pool_tolerations;
   std::set<std::string> vanished;  // pools of the plan rebuilt from status.poolFigures
   bool pools_known = false;        // `full` holds the cluster's pools
   bool hold_status = false;        // a short wait for its turn: write no status

@@ -71,6 +71,10 @@ PhaseLaunch launch_of(DecisionState& state, const RunningPhase& running) {
   l.epochs = std::max(1, running.stop_after - progress.epoch);
   auto label = state.pool_labels.find(running.record().pool);
   l.pool_label = label != state.pool_labels.end() ? label->second : "depl.dev/pool";
+  if (auto t = state.pool_tolerations.find(running.record().pool);
+      t != state.pool_tolerations.end()) {
+    l.pool_tolerations = t->second;
+  }
   l.progress_url = state.options.progress_url;
   l.checkpoint_root = state.options.checkpoint_root;
   const auto& token = state.status.progress_token;

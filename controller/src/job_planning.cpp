@@ -279,6 +279,7 @@ bool look_at_cluster(DecisionState& state) {
   DiscoveredPools found = discover_pools(view.nodes, view.gpus_in_use, view.catalog,
                                          state.options.pool_defaults, view.reservations);
   state.pool_labels = found.pool_label;
+  state.pool_tolerations = found.spot_tolerations;
   add_vanished_pools(state, found.pools);
   auto full = solver::combine(state.problem, found.pools);
   if (!full) {

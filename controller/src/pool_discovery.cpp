@@ -68,6 +68,8 @@ int gpus_of(const json* resources) {
 struct PoolAccumulator {
   solver::Pool pool;
   bool first = true;
+  bool mixed_capacity = false;
+  json spot_tolerations = json::array();
 };
 
 void merge_min(double& into, double value, bool first) {
@@ -87,6 +89,31 @@ std::string node_pool(const json& node, std::string* label) {
     if (it != labels->end() && it->is_string() && !it->get<std::string>().empty()) {
       if (label != nullptr) *label = key;
       return it->get<std::string>();
+    }
+  }
+  return "";
+}
+
+solver::CapacityType node_capacity_type(const json& node) {
+  const json* labels = find_path(node, {"metadata", "labels"});
+  if (labels == nullptr || !labels->is_object()) return solver::CapacityType::OnDemand;
+  for (const SpotLabel& spot : kSpotLabels) {
+    auto it = labels->find(spot.key);
+    if (it != labels->end() && it->is_string() && it->get<std::string>() == spot.value) {
+      return solver::CapacityType::Spot;
+    }
+  }
+  return solver::CapacityType::OnDemand;
+}
+
+std::string node_reclaim_taint(const json& node) {
+  const json* taints = find_path(node, {"spec", "taints"});
+  if (taints == nullptr || !taints->is_array()) return "";
+  for (const auto& taint : *taints) {
+    if (!taint.is_object()) continue;
+    const std::string key = taint.value("key", "");
+    for (const char* reclaim : kReclaimTaints) {
+      if (key == reclaim) return key;
     }
   }
   return "";
@@ -183,8 +210,11 @@ struct NodeFacts {
   std::string name, pool, label, product;
   bool ready = false;
   bool cordoned = false;
-  int allocatable = 0;  // GPUs
-  std::optional<double> gflops, price, bandwidth, storage_bandwidth, startup;
+  std::string reclaim_taint;  // non-empty: the node is being reclaimed or drained
+  int allocatable = 0;        // GPUs
+  solver::CapacityType capacity = solver::CapacityType::OnDemand;
+  json spot_tolerations = json::array();  // for the node's taints keyed by a spot label
+  std::optional<double> gflops, price, bandwidth, storage_bandwidth, startup, interruptions;
   std::vector<std::pair<std::string, double>> inter_pool;  // source pool, bytes/s (> 0)
 };
 
@@ -197,13 +227,29 @@ NodeFacts read_node(const json& node) {
   const json* unschedulable = find_path(node, {"spec", "unschedulable"});
   f.cordoned =
       unschedulable != nullptr && unschedulable->is_boolean() && unschedulable->get<bool>();
+  f.reclaim_taint = node_reclaim_taint(node);
   f.allocatable = gpus_of(find_path(node, {"status", "allocatable", kGpuResource}));
+  f.capacity = node_capacity_type(node);
+  if (const json* taints = find_path(node, {"spec", "taints"}); taints && taints->is_array()) {
+    for (const auto& taint : *taints) {
+      if (!taint.is_object()) continue;
+      const std::string key = taint.value("key", "");
+      const std::string effect = taint.value("effect", "");
+      bool spot_key = false;
+      for (const SpotLabel& spot : kSpotLabels) spot_key = spot_key || key == spot.key;
+      if (!spot_key || (effect != "NoSchedule" && effect != "NoExecute")) continue;
+      json toleration = {{"key", key}, {"operator", "Equal"}, {"effect", effect}};
+      toleration["value"] = taint.value("value", "");
+      f.spot_tolerations.push_back(std::move(toleration));
+    }
+  }
   f.product = string_at(node, {"metadata", "labels", kGpuProductLabel});
   f.gflops = annotation_quantity(node, kGflopsAnnotation);
   f.price = annotation_quantity(node, kPriceAnnotation);
   f.bandwidth = annotation_quantity(node, kBandwidthAnnotation);
   f.storage_bandwidth = annotation_quantity(node, kStorageBandwidthAnnotation);
   f.startup = annotation_quantity(node, kStartupAnnotation);
+  f.interruptions = annotation_quantity(node, kInterruptionsAnnotation);
   const std::string inter = string_at(node, {"metadata", "annotations", kInterPoolAnnotation});
   std::size_t start = 0;
   while (start < inter.size()) {
@@ -282,6 +328,11 @@ DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpu
       out.notes.push_back(fmt::format("node {}: cordoned, left out of pool {}", name, pool));
       continue;
     }
+    if (!node.reclaim_taint.empty()) {
+      out.notes.push_back(fmt::format("node {}: being reclaimed ({} taint), left out of pool {}",
+                                      name, node.reclaim_taint, pool));
+      continue;
+    }
     const int allocatable = node.allocatable;
     if (allocatable <= 0) continue;
     const std::string& product = node.product;
@@ -312,6 +363,23 @@ DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpu
     merge_min(acc.pool.storage_bandwidth,
               node.storage_bandwidth.value_or(defaults.storage_bandwidth), acc.first);
     merge_max(acc.pool.startup_seconds, node.startup.value_or(0), acc.first);
+    // A pool with one spot node is planned as spot: a phase may land on that node.
+    const double rate = node.interruptions && *node.interruptions >= 0
+                            ? *node.interruptions
+                            : solver::default_interruptions_per_hour(node.capacity);
+    if (!acc.first && acc.pool.capacity_type != node.capacity) {
+      acc.mixed_capacity = true;
+    }
+    if (node.capacity == solver::CapacityType::Spot) {
+      acc.pool.capacity_type = solver::CapacityType::Spot;
+    }
+    merge_max(acc.pool.interruptions_per_hour, rate, acc.first);
+    for (const auto& toleration : node.spot_tolerations) {
+      if (std::find(acc.spot_tolerations.begin(), acc.spot_tolerations.end(), toleration) ==
+          acc.spot_tolerations.end()) {
+        acc.spot_tolerations.push_back(toleration);
+      }
+    }
     for (const auto& [from, bw] : node.inter_pool) {
       auto [it, inserted] = acc.pool.inter_pool.emplace(from, bw);
       if (!inserted) it->second = std::min(it->second, bw);
@@ -323,6 +391,15 @@ DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpu
     if (acc.first) continue;  // no usable node
     for (const auto& r : reservations) {
       if (r.pool == name) acc.pool.gpus = std::max(0, acc.pool.gpus - r.gpus);
+    }
+    if (acc.mixed_capacity) {
+      out.notes.push_back(fmt::format(
+          "pool {}: spot and on-demand nodes, planned as spot ({} interruptions per hour); "
+          "label them into two pools to plan them apart",
+          name, acc.pool.interruptions_per_hour));
+    }
+    if (acc.pool.capacity_type == solver::CapacityType::Spot && !acc.spot_tolerations.empty()) {
+      out.spot_tolerations.emplace(name, std::move(acc.spot_tolerations));
     }
     out.pools.push_back(std::move(acc.pool));
   }

@@ -187,9 +187,10 @@ json worker_resources(const json& spec_entry, const solver::ModelVariant& model)
 }
 
 // Puts the pod on the phase's pool (`pool_label` = its name) with the job's pod template: its
-// node selector, tolerations (after the one for GPU nodes) and service account.
+// node selector, tolerations (after the one for GPU nodes, followed by `pool_tolerations`, those
+// of the pool's spot taints) and service account.
 void place_on_pool(json& pod_spec, const json& job, const std::string& pool_label,
-                   const solver::Pool& pool) {
+                   const solver::Pool& pool, const json& pool_tolerations) {
   const json& spec = spec_of(job);
   json node_selector = json::object();
   json tolerations =
@@ -205,6 +206,7 @@ void place_on_pool(json& pod_spec, const json& job, const std::string& pool_labe
     service_account = t->value("serviceAccountName", "");
   }
   node_selector[pool_label] = pool.name;
+  for (const auto& x : pool_tolerations) tolerations.push_back(x);
   pod_spec["nodeSelector"] = node_selector;
   pod_spec["tolerations"] = tolerations;
   // The namespace's default ServiceAccount unless the job names one its policy allows; a worker
@@ -326,7 +328,7 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
                    {"subdomain", rendezvous_service_name(name, launch.phase)},
                    {"securityContext", restricted_pod_security()},
                    {"containers", json::array({container})}};
-  place_on_pool(pod_spec, job, launch.pool_label, pool);
+  place_on_pool(pod_spec, job, launch.pool_label, pool, launch.pool_tolerations);
   if (!data.volumes.empty()) pod_spec["volumes"] = data.volumes;
   return json{{"apiVersion", "v1"},
               {"kind", "Pod"},

@@ -104,6 +104,82 @@ TEST(PoolDiscovery, WellKnownCloudLabels) {
   EXPECT_EQ(found.pool_label.at("gpu-pool"), "cloud.google.com/gke-nodepool");
 }
 
+// Each cloud's spot label makes a pool spot, with the documented default rate unless the node's
+// annotation says otherwise; on-demand pools are never interrupted.
+TEST(PoolDiscovery, SpotLabelsOfEveryCloudAndTheRateAnnotation) {
+  const std::vector<std::pair<std::string, std::string>> spot_labels = {
+      {"karpenter.sh/capacity-type", "spot"},
+      {"eks.amazonaws.com/capacityType", "SPOT"},
+      {"cloud.google.com/gke-spot", "true"},
+      {"cloud.google.com/gke-preemptible", "true"},
+      {"kubernetes.azure.com/scalesetpriority", "spot"}};
+  for (const auto& [key, value] : spot_labels) {
+    json spot = node("s-0", "s", 8);
+    spot["metadata"]["labels"][key] = value;
+    auto found =
+        discover_pools(std::vector<json>{spot, node("o-0", "o", 8)}, {}, catalog(), PoolDefaults{});
+    ASSERT_EQ(found.pools.size(), 2u) << key;
+    EXPECT_EQ(found.pools[0].capacity_type, solver::CapacityType::OnDemand) << key;
+    EXPECT_DOUBLE_EQ(found.pools[0].interruptions_per_hour, 0) << key;
+    EXPECT_EQ(found.pools[1].capacity_type, solver::CapacityType::Spot) << key;
+    EXPECT_DOUBLE_EQ(found.pools[1].interruptions_per_hour,
+                     solver::kDefaultSpotInterruptionsPerHour)
+        << key;
+  }
+  json on_demand = node("o-0", "o", 8);
+  on_demand["metadata"]["labels"]["karpenter.sh/capacity-type"] = "on-demand";
+  json rated = node("s-0", "s", 8, true, {{"depl.dev/interruptions-per-hour", "0.75"}});
+  rated["metadata"]["labels"]["cloud.google.com/gke-spot"] = "true";
+  auto found = discover_pools(std::vector<json>{on_demand, rated}, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 2u);
+  EXPECT_EQ(found.pools[0].capacity_type, solver::CapacityType::OnDemand);
+  EXPECT_DOUBLE_EQ(found.pools[1].interruptions_per_hour, 0.75);
+}
+
+// A pool mixing spot and on-demand nodes is planned as spot (a phase may land on a spot node),
+// at the highest rate of its nodes, and the operator is told.
+TEST(PoolDiscovery, MixedPoolIsPlannedAsSpotAndSaysSo) {
+  json spot = node("a-1", "a", 8, true, {{"depl.dev/interruptions-per-hour", "0.3"}});
+  spot["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
+  auto found =
+      discover_pools(std::vector<json>{node("a-0", "a", 8), spot}, {}, catalog(), PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 1u);
+  EXPECT_EQ(found.pools[0].capacity_type, solver::CapacityType::Spot);
+  EXPECT_DOUBLE_EQ(found.pools[0].interruptions_per_hour, 0.3);
+  ASSERT_EQ(found.notes.size(), 1u);
+  EXPECT_NE(found.notes[0].find("spot and on-demand"), std::string::npos) << found.notes[0];
+}
+
+// The spot taints a pool's nodes carry become the tolerations of that pool (and of no other);
+// a node being reclaimed (a reclaim taint) is leaving and is left out.
+TEST(PoolDiscovery, SpotTaintsAndReclaimedNodes) {
+  json aks = node("s-0", "s", 8);
+  aks["metadata"]["labels"]["kubernetes.azure.com/scalesetpriority"] = "spot";
+  aks["spec"]["taints"] =
+      json::array({{{"key", "kubernetes.azure.com/scalesetpriority"},
+                    {"value", "spot"},
+                    {"effect", "NoSchedule"}},
+                   {{"key", "example.com/dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}});
+  json leaving = node("s-1", "s", 8);
+  leaving["metadata"]["labels"]["kubernetes.azure.com/scalesetpriority"] = "spot";
+  leaving["spec"]["taints"] =
+      json::array({{{"key", "karpenter.sh/disrupted"}, {"effect", "NoSchedule"}}});
+  auto found = discover_pools(std::vector<json>{aks, leaving, node("o-0", "o", 8)}, {}, catalog(),
+                              PoolDefaults{});
+  ASSERT_EQ(found.pools.size(), 2u);
+  EXPECT_EQ(found.pools[1].name, "s");
+  EXPECT_EQ(found.pools[1].gpus, 8) << "the node being reclaimed is not counted";
+  ASSERT_EQ(found.spot_tolerations.count("s"), 1u);
+  EXPECT_EQ(found.spot_tolerations.at("s"),
+            json::array({{{"key", "kubernetes.azure.com/scalesetpriority"},
+                          {"operator", "Equal"},
+                          {"value", "spot"},
+                          {"effect", "NoSchedule"}}}));
+  EXPECT_EQ(found.spot_tolerations.count("o"), 0u);
+  ASSERT_EQ(found.notes.size(), 1u);
+  EXPECT_NE(found.notes[0].find("being reclaimed"), std::string::npos) << found.notes[0];
+}
+
 // The informer's node objects are parsed once per version: a node that changes is a new object,
 // and what discovery then reports follows it (the memo is keyed by object, not by name).
 TEST(PoolDiscovery, SharedNodesFollowEveryNewVersion) {

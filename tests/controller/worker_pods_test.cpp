@@ -122,6 +122,24 @@ TEST(WorkerPods, PlacesOnThePoolWithGpusAndOwner) {
   EXPECT_EQ(owner["kind"], "DependableTrainingJob");
 }
 
+// A phase placed on a tainted spot pool tolerates exactly that pool's spot taints, after the
+// operator's and the job's own tolerations; a phase elsewhere gets none of them.
+TEST(WorkerPods, ToleratesOnlyThePoolsSpotTaints) {
+  Fixture f;
+  PhaseLaunch launch = f.launch();
+  const json spot = {{"key", "kubernetes.azure.com/scalesetpriority"},
+                     {"operator", "Equal"},
+                     {"value", "spot"},
+                     {"effect", "NoSchedule"}};
+  launch.pool_tolerations = json::array({spot});
+  json pod = build_worker_pod(launch, 0);
+  ASSERT_EQ(pod["spec"]["tolerations"].size(), 3u);
+  EXPECT_EQ(pod["spec"]["tolerations"][2], spot);
+  EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "nvidia.com/gpu");
+  pod = build_worker_pod(f.launch(), 0);
+  for (const auto& t : pod["spec"]["tolerations"]) EXPECT_NE(t, spot);
+}
+
 TEST(WorkerPods, LoopbackRendezvousAndCheckpointRoot) {
   Fixture f;
   PhaseLaunch l = f.launch();

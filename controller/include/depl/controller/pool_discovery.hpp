@@ -32,6 +32,35 @@ inline constexpr const char* kStorageBandwidthAnnotation = "depl.dev/storage-ban
 inline constexpr const char* kStartupAnnotation = "depl.dev/startup-seconds";
 // "poolA=10G,poolB=1G": bandwidth from each named pool into this node's pool.
 inline constexpr const char* kInterPoolAnnotation = "depl.dev/inter-pool";
+// Expected interruptions of one worker per hour on the node (docs/depl-model.md section 1).
+inline constexpr const char* kInterruptionsAnnotation = "depl.dev/interruptions-per-hour";
+
+// Node labels that clouds and autoscalers put on spot (preemptible) capacity, with the value
+// that means spot. A spot node may also carry a NoSchedule taint with one of these keys (AKS
+// always does, GKE when asked); the controller tolerates it on the pods of a phase it placed on
+// that pool, and nowhere else.
+struct SpotLabel {
+  const char* key;
+  const char* value;
+};
+inline constexpr SpotLabel kSpotLabels[] = {
+    {"karpenter.sh/capacity-type", "spot"},
+    {"eks.amazonaws.com/capacityType", "SPOT"},
+    {"cloud.google.com/gke-spot", "true"},
+    {"cloud.google.com/gke-preemptible", "true"},
+    {"kubernetes.azure.com/scalesetpriority", "spot"},
+};
+// Taints that announce a node's reclaim or drain (Karpenter's disruption, the AWS Node
+// Termination Handler's spot interruption notice, GKE's impending termination): the node is
+// leaving, its pods are being disrupted, not failing.
+inline constexpr const char* kReclaimTaints[] = {
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+    "aws-node-termination-handler/spot-itn",
+    "aws-node-termination-handler/rebalance-recommendation",
+    "cloud.google.com/impending-node-termination",
+    "node.kubernetes.io/out-of-service",
+};
 
 // Sustained GFLOP/s and default price of one GPU of a product, from the depl-gpu-catalog
 // ConfigMap (key: product name as in nvidia.com/gpu.product; value: JSON
@@ -60,6 +89,9 @@ struct DiscoveredPools {
   std::vector<solver::Pool> pools;  // sorted by name
   // The node label that names each pool (worker pods select their pool with it).
   std::map<std::string, std::string> pool_label;
+  // Per spot pool, the tolerations of the spot taints its nodes carry (a JSON array; absent for
+  // pools without such taints). Worker pods of a phase placed there get exactly these.
+  std::map<std::string, nlohmann::json> spot_tolerations;
   // Why a node or pool was left out ("node a100-3: NotReady"), for status messages and logs.
   std::vector<std::string> notes;
 };
@@ -91,6 +123,10 @@ GpusByNode gpus_held_by_node(const std::vector<nlohmann::json>& pods,
 
 // The pool a node belongs to, or "" when none of kPoolLabels is set; `label` receives the key.
 std::string node_pool(const nlohmann::json& node, std::string* label = nullptr);
+// Spot when one of kSpotLabels says so, else on-demand.
+solver::CapacityType node_capacity_type(const nlohmann::json& node);
+// The key of the first reclaim taint (kReclaimTaints) on the node, or "" when it has none.
+std::string node_reclaim_taint(const nlohmann::json& node);
 // GPUs a pod asks for (the larger of requests and limits, summed over its containers).
 int pod_gpu_request(const nlohmann::json& pod);
 // True for pods in phase Succeeded or Failed.

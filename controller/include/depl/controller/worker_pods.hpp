@@ -59,6 +59,9 @@ struct PhaseLaunch {
   int start_epoch = 0;                       // epochs trained before this phase
   int epochs = 1;                            // epochs the pods of this phase run
   std::string pool_label = "depl.dev/pool";  // node label that selects the phase's pool
+  // The tolerations of the spot taints the pool's nodes carry (DiscoveredPools::spot_tolerations),
+  // added after the job's own: the pods of a phase placed on a tainted spot pool can run there.
+  nlohmann::json pool_tolerations = nlohmann::json::array();
   std::string progress_url;                  // base URL of the controller's progress endpoint
   std::string checkpoint_root;               // overrides spec.checkpoint.path when not empty
   std::string token_secret;                  // the Secret holding the job's progress token
