@@ -123,7 +123,9 @@ TEST(WorkerPods, PlacesOnThePoolWithGpusAndOwner) {
 }
 
 // A phase placed on a tainted spot pool tolerates exactly that pool's spot taints, after the
-// operator's and the job's own tolerations; a phase elsewhere gets none of them.
+// operator's and the job's own tolerations; a phase elsewhere gets none of them. The pod stays
+// within the restricted Pod Security Standard (tolerations are not the standard's concern; the
+// securityContext is unchanged).
 TEST(WorkerPods, ToleratesOnlyThePoolsSpotTaints) {
   Fixture f;
   PhaseLaunch launch = f.launch();
@@ -136,6 +138,7 @@ TEST(WorkerPods, ToleratesOnlyThePoolsSpotTaints) {
   ASSERT_EQ(pod["spec"]["tolerations"].size(), 3u);
   EXPECT_EQ(pod["spec"]["tolerations"][2], spot);
   EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "nvidia.com/gpu");
+  EXPECT_EQ(testing::restricted_violations(pod), std::vector<std::string>{}) << pod.dump(1);
   pod = build_worker_pod(f.launch(), 0);
   for (const auto& t : pod["spec"]["tolerations"]) EXPECT_NE(t, spot);
 }
