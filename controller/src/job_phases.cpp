@@ -8,6 +8,7 @@
 #include "decision_state.hpp"
 #include "depl/common/json_fields.hpp"
 #include "depl/common/time.hpp"
+#include "depl/controller/disruption.hpp"
 #include "depl/controller/queue_admission.hpp"
 
 namespace depl::controller {
@@ -305,6 +306,35 @@ void count_failure(DecisionState& state, const json& pod) {
                           status.progress.failures, state.backoff_limit()));
 }
 
+// What disrupted a pod that has failed or is terminating (pod_disruption); empty when nothing did.
+// A running pod is not disrupted yet, whatever its node: it may still finish; nor is one that
+// succeeded.
+std::string disruption_of(const DecisionState& state, const json& pod) {
+  const std::string phase = pod_phase(pod);
+  if (phase == "Succeeded" || (phase != "Failed" && !is_terminating(pod))) return "";
+  return pod_disruption(pod, state.view.nodes);
+}
+
+// A worker ended by a disruption (`why`, from pod_disruption) on `pool`: counted once per pod (by
+// uid, with the failures) in status.progress.preemptions (the job's) and status.preemptions (per
+// pool: count, the last one's time and cause), with an Event; never against backoffLimit.
+void count_preemption(DecisionState& state, const json& pod, const std::string& pool,
+                      const std::string& why) {
+  JobStatus& status = state.status;
+  if (!first_sight(status, pod)) return;
+  const int total = ++status.progress.preemptions;
+  PreemptionRecord& record = status.preemptions[pool];
+  record.count += 1;
+  record.last_time = state.now;
+  record.last_cause = why;
+  state.event("Warning", "WorkerPreempted",
+              fmt::format("pod {} on pool {} was disrupted ({}); restarting the phase from its "
+                          "checkpoint, not counted as a failure (preemption {} on pool {}, {} in "
+                          "all)",
+                          json_string(json_member(pod, "metadata"), "name"), pool, why,
+                          record.count, pool, total));
+}
+
 // A Failed pod: a failure, or a worker that could not reach the controller.
 void count_failed(DecisionState& state, const json& pod) {
   if (exit_code(pod) == kExitProgressUnreachable) {
@@ -374,13 +404,22 @@ void finish_phase(DecisionState& state, const RunningPhase& running,
   if (!busy) complete_phase(state, running);
 }
 
-// The round's workers failed, or exited before the phase's last epoch: the phase restarts from
-// its checkpoint in a round of its own, within the spec's limits. False when the round goes on.
+// The round's workers failed, were disrupted, or exited before the phase's last epoch: the phase
+// restarts from its checkpoint in a round of its own, within the spec's limits. A worker ended by
+// a disruption (its node reclaimed, drained or lost; evicted; preempted) is a preemption, not a
+// failure: counted apart, never against backoffLimit, and its peers are stopped at once (SIGTERM:
+// they checkpoint where the round is) with no backoff. False when the round goes on.
 bool end_round(DecisionState& state, const RunningPhase& running,
                const std::vector<const json*>& current) {
-  int succeeded = 0, failed = 0;
+  int succeeded = 0, failed = 0, preempted = 0;
   for (const json* pod : current) {
     const std::string phase = pod_phase(*pod);
+    if (const std::string why = disruption_of(state, *pod); !why.empty()) {
+      ++preempted;
+      count_preemption(state, *pod, running.record().pool, why);
+      continue;
+    }
+    if (is_terminating(*pod)) continue;
     if (phase == "Succeeded") ++succeeded;
     if (phase == "Failed") {
       ++failed;
@@ -389,7 +428,7 @@ bool end_round(DecisionState& state, const RunningPhase& running,
   }
   const ProgressRecord& progress = state.status.progress;
   const int limit = state.backoff_limit();
-  if (failed > 0) {
+  if (failed > 0 || preempted > 0) {
     if (progress.failures > limit) {
       end_job(state, false, "BackoffLimitExceeded",
               fmt::format("phase {} failed {} times (backoffLimit {})", running.pos.phase,
@@ -406,7 +445,7 @@ bool end_round(DecisionState& state, const RunningPhase& running,
       return true;
     }
     // Synchronous data-parallel ranks cannot continue without a peer: restart the phase from the
-    // last checkpoint.
+    // last checkpoint, with no backoff.
     for (const json* pod : current) state.remove("Pod", *pod);
     return true;
   }
@@ -483,7 +522,10 @@ void run_phase(DecisionState& state) {
   }
   const bool terminating = std::any_of(current.begin(), current.end(),
                                        [](const json* pod) { return is_terminating(*pod); });
-  if (terminating) {
+  const bool disrupted = std::any_of(current.begin(), current.end(), [&](const json* pod) {
+    return !disruption_of(state, *pod).empty();
+  });
+  if (terminating && !disrupted) {
     // Wait until the old incarnations are gone. Failures among the others are counted now.
     for (const json* pod : current) {
       if (!is_terminating(*pod) && pod_phase(*pod) == "Failed") count_failed(state, *pod);

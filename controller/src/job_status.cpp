@@ -32,11 +32,10 @@ double number_or(const json& object, const char* key, double fallback = 0) {
 }
 
 // The keys encode_status writes; everything else is kept in JobStatus::unknown.
-constexpr const char* kKnownKeys[] = {"phase",         "message",        "observedGeneration",
-                                      "startedAt",     "finishedAt",     "conditions",
-                                      "plan",          "plannedAtEpoch", "replanRequested",
-                                      "progress",      "failedPods",     "poolFigures",
-                                      "progressToken", "queue"};
+constexpr const char* kKnownKeys[] = {
+    "phase",      "message",     "observedGeneration", "startedAt",       "finishedAt",
+    "conditions", "plan",        "plannedAtEpoch",     "replanRequested", "progress",
+    "failedPods", "poolFigures", "preemptions",        "progressToken",   "queue"};
 
 std::optional<PlanRecord> decode_plan(const json& p) {
   if (!p.is_object()) return std::nullopt;
@@ -85,6 +84,7 @@ ProgressRecord decode_progress(const json& p) {
   out.cost = number_or(p, "cost");
   out.seconds = number_or(p, "seconds");
   out.failures = std::max(0, int_or(p, "failures", 0));
+  out.preemptions = std::max(0, int_or(p, "preemptions", 0));
   out.round = std::max(0, int_or(p, "round", 0));
   out.stop_after_epoch = std::max(0, int_or(p, "stopAfterEpoch", 0));
   out.model = json_string(p, "model");
@@ -132,6 +132,11 @@ std::optional<PoolFigures> decode_pool_figures(const json& f) {
   out.bandwidth = number_or(f, "bandwidth");
   out.storage_bandwidth = number_or(f, "storageBandwidth");
   out.startup_seconds = number_or(f, "startupSeconds");
+  // A spot pool whose nodes were all reclaimed keeps pricing the interruptions of what ran there.
+  if (json_string(f, "capacityType") == solver::to_string(solver::CapacityType::Spot)) {
+    out.capacity_type = solver::CapacityType::Spot;
+  }
+  out.interruptions_per_hour = std::max(0.0, number_or(f, "interruptionsPerHour"));
   for (const auto& [source, bw] : json_object(f, "interPool").items()) {
     if (bw.is_number()) out.inter_pool[source] = bw.get<double>();
   }
@@ -145,14 +150,27 @@ json encode_pool_figures(const PoolFigures& f) {
               {"bandwidth", f.bandwidth},
               {"storageBandwidth", f.storage_bandwidth},
               {"startupSeconds", f.startup_seconds},
+              {"capacityType", solver::to_string(f.capacity_type)},
+              {"interruptionsPerHour", f.interruptions_per_hour},
               {"interPool", f.inter_pool}};
+}
+
+std::optional<PreemptionRecord> decode_preemption(const json& p) {
+  if (!p.is_object()) return std::nullopt;
+  return PreemptionRecord{std::max(0, int_or(p, "count", 0)), json_string(p, "lastTime"),
+                          json_string(p, "lastCause")};
+}
+
+json encode_preemption(const PreemptionRecord& p) {
+  return json{{"count", p.count}, {"lastTime", p.last_time}, {"lastCause", p.last_cause}};
 }
 
 }  // namespace
 
 PoolFigures figures_of(const solver::Pool& pool) {
-  return {pool.gpu_type,          pool.gpu_gflops,      pool.price_per_gpu_hour, pool.bandwidth,
-          pool.storage_bandwidth, pool.startup_seconds, pool.inter_pool};
+  return {pool.gpu_type,   pool.gpu_gflops,        pool.price_per_gpu_hour,
+          pool.bandwidth,  pool.storage_bandwidth, pool.startup_seconds,
+          pool.inter_pool, pool.capacity_type,     pool.interruptions_per_hour};
 }
 
 std::optional<solver::Pool> pool_from_figures(const std::string& name, const PoolFigures& figures) {
@@ -166,6 +184,8 @@ std::optional<solver::Pool> pool_from_figures(const std::string& name, const Poo
   pool.bandwidth = figures.bandwidth;
   pool.storage_bandwidth = figures.storage_bandwidth;
   pool.startup_seconds = figures.startup_seconds;
+  pool.capacity_type = figures.capacity_type;
+  pool.interruptions_per_hour = figures.interruptions_per_hour;
   pool.inter_pool = figures.inter_pool;
   return pool;
 }
@@ -206,6 +226,9 @@ JobStatus decode_status(const json& status) {
   for (const auto& [name, figures] : json_object(status, "poolFigures").items()) {
     if (auto f = decode_pool_figures(figures)) out.pool_figures.emplace(name, std::move(*f));
   }
+  for (const auto& [pool, record] : json_object(status, "preemptions").items()) {
+    if (auto p = decode_preemption(record)) out.preemptions.emplace(pool, std::move(*p));
+  }
   out.progress_token = decode_progress_token(json_member(status, "progressToken"));
   if (json_member(status, "queue").is_object()) out.queue = queue_from_json(status);
   for (const auto& [key, value] : status.items()) {
@@ -238,6 +261,11 @@ json encode_status(const JobStatus& s) {
     json figures = json::object();
     for (const auto& [name, f] : s.pool_figures) figures[name] = encode_pool_figures(f);
     out["poolFigures"] = std::move(figures);
+  }
+  if (!s.preemptions.empty()) {
+    json by_pool = json::object();
+    for (const auto& [pool, p] : s.preemptions) by_pool[pool] = encode_preemption(p);
+    out["preemptions"] = std::move(by_pool);
   }
   if (s.progress_token) out["progressToken"] = to_json(*s.progress_token);
   if (s.queue) out["queue"] = to_json(*s.queue);
@@ -294,13 +322,10 @@ json to_json(const ProgressRecord& progress) {
   for (const auto& h : progress.history) {
     history.push_back({{"epoch", h.epoch}, {"phase", h.phase}, {"loss", h.loss}});
   }
-  json out = {{"phase", progress.phase},
-              {"epoch", progress.epoch},
-              {"cost", progress.cost},
-              {"seconds", progress.seconds},
-              {"failures", progress.failures},
-              {"round", progress.round},
-              {"stopAfterEpoch", progress.stop_after_epoch}};
+  json out = {{"phase", progress.phase},       {"epoch", progress.epoch},
+              {"cost", progress.cost},         {"seconds", progress.seconds},
+              {"failures", progress.failures}, {"preemptions", progress.preemptions},
+              {"round", progress.round},       {"stopAfterEpoch", progress.stop_after_epoch}};
   // No history and no loss until a worker reports.
   if (!history.empty()) out["history"] = std::move(history);
   if (progress.loss) out["loss"] = *progress.loss;

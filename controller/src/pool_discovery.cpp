@@ -49,15 +49,6 @@ std::optional<double> annotation_quantity(const json& node, const char* key) {
   return quantity_of(&*it);
 }
 
-bool node_ready(const json& node) {
-  const json* conditions = find_path(node, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->is_array()) return false;
-  for (const auto& c : *conditions) {
-    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
-  }
-  return false;
-}
-
 int gpus_of(const json* resources) {
   auto q = quantity_of(resources);
   return q ? static_cast<int>(std::floor(*q + 1e-9)) : 0;
@@ -80,6 +71,15 @@ void merge_max(double& into, double value, bool first) {
 }
 
 }  // namespace
+
+bool node_ready(const json& node) {
+  const json* conditions = find_path(node, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const auto& c : *conditions) {
+    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
 
 std::string node_pool(const json& node, std::string* label) {
   const json* labels = find_path(node, {"metadata", "labels"});

@@ -681,6 +681,125 @@ TEST(JobDecision, OtherExitCodesAreFailures) {
   EXPECT_EQ((*d.status)["progress"]["failures"], 1);
 }
 
+json disruption_target(const std::string& reason) {
+  return json{{"type", "DisruptionTarget"},
+              {"status", "True"},
+              {"reason", reason},
+              {"message", "reclaimed"}};
+}
+
+int preemptions_on(const json& status, const std::string& pool) {
+  return status.value("preemptions", json::object()).value(pool, json::object()).value("count", 0);
+}
+
+// A worker whose node is reclaimed (DisruptionTarget, its pod terminating) is a preemption: the
+// peers of its round are stopped at once (they checkpoint on SIGTERM), the round starts again
+// from the checkpoint once they are gone, and nothing counts against backoffLimit, however often
+// it happens. Each preemption is counted once, per pool and in all, with an Event. Before, a
+// terminating pod was only waited for and its peers kept running without it.
+TEST(JobDecision, ADisruptedWorkerIsAPreemptionNotAFailure) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["backoffLimit"] = 0;
+  apply(v, decide(v, options()));
+  ASSERT_GE(v.owned_pods.size(), 2u) << "a round with peers to stop";
+  const std::string pool =
+      v.owned_pods[0]["metadata"]["annotations"]["depl.dev/pool"].get<std::string>();
+  for (int i = 1; i <= 3; ++i) {
+    SCOPED_TRACE(::testing::Message() << "preemption " << i);
+    json& lost = v.owned_pods[0];
+    lost["metadata"]["uid"] = "uid-reclaimed-" + std::to_string(i);
+    lost["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+    lost["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
+    const std::string lost_name = lost["metadata"]["name"].get<std::string>();
+    Decision d = decide(v, options());
+    ASSERT_TRUE(d.status);
+    EXPECT_EQ((*d.status)["phase"], "Running");
+    EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
+    EXPECT_EQ((*d.status)["progress"]["preemptions"], i);
+    EXPECT_EQ(preemptions_on(*d.status, pool), i);
+    EXPECT_EQ((*d.status)["preemptions"][pool]["lastCause"],
+              "DisruptionTarget: EvictionByEvictionAPI");
+    EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+    EXPECT_FALSE(has_event(d, "WorkerFailed"));
+    // Every peer is stopped; the terminating pod is left to end.
+    EXPECT_EQ(d.remove.size(), v.owned_pods.size() - 1);
+    for (const auto& r : d.remove) EXPECT_NE(r.name, lost_name);
+    // Seen again before the status write lands elsewhere: not counted twice.
+    JobView replay = v;
+    replay.job["status"] = *d.status;
+    Decision replayed = decide(replay, options());
+    EXPECT_FALSE(has_event(replayed, "WorkerPreempted"));
+    EXPECT_TRUE(!replayed.status || (*replayed.status)["progress"]["preemptions"] == i);
+    apply(v, d);
+    std::erase_if(v.owned_pods, [&](const json& p) { return p["metadata"]["name"] == lost_name; });
+    const int round = v.job["status"]["progress"].value("round", 0);
+    Decision restart = decide(v, options());
+    EXPECT_FALSE(restart.create.empty());  // the round starts again, with no backoff
+    ASSERT_TRUE(restart.status);
+    EXPECT_EQ((*restart.status)["progress"]["round"], round + 1);
+    apply(v, restart);
+  }
+  EXPECT_EQ(v.job["status"]["phase"], "Running");
+}
+
+// A pod the garbage collector marked Failed for its lost node (DisruptionTarget,
+// DeletionByPodGC), and a Failed pod whose node is gone or not Ready without a condition, are
+// preemptions too; a Failed pod on a Ready node is a failure.
+TEST(JobDecision, PodsOfLostNodesArePreemptionsAndOthersFailures) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  exited(v.owned_pods[0], 137, "uid-gc");
+  v.owned_pods[0]["status"]["conditions"] = json::array({disruption_target("DeletionByPodGC")});
+  Decision gc = decide(v, options());
+  ASSERT_TRUE(gc.status);
+  EXPECT_EQ((*gc.status)["progress"]["preemptions"], 1);
+  EXPECT_EQ((*gc.status)["progress"].value("failures", 0), 0);
+  EXPECT_EQ(gc.remove.size(), v.owned_pods.size());
+
+  JobView gone = view_with_nodes();
+  apply(gone, decide(gone, options()));
+  exited(gone.owned_pods[0], 143, "uid-node-gone");
+  gone.owned_pods[0]["spec"]["nodeName"] = "a100-9";
+  Decision g = decide(gone, options());
+  ASSERT_TRUE(g.status);
+  EXPECT_EQ((*g.status)["progress"]["preemptions"], 1);
+  EXPECT_TRUE(has_event(g, "WorkerPreempted"));
+
+  JobView ready = view_with_nodes();
+  apply(ready, decide(ready, options()));
+  exited(ready.owned_pods[0], 1, "uid-plain-failure");
+  ready.owned_pods[0]["spec"]["nodeName"] = "a100-0";
+  Decision f = decide(ready, options());
+  ASSERT_TRUE(f.status);
+  EXPECT_EQ((*f.status)["progress"]["failures"], 1);
+  EXPECT_EQ((*f.status)["progress"].value("preemptions", 0), 0);
+  EXPECT_TRUE(has_event(f, "WorkerFailed"));
+}
+
+// The figures the status remembers of the plan's pools keep a spot pool's capacity type and
+// rate, so the phases that ran there are still priced with their interruptions once every node
+// of the pool has been reclaimed.
+TEST(JobDecision, PoolFiguresKeepTheCapacityTypeAndRate) {
+  JobView v = view_with_nodes();
+  SharedObjects spot_nodes;
+  for (const auto& n : v.nodes) {
+    json copy = *n;
+    copy["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
+    copy["metadata"]["annotations"]["depl.dev/interruptions-per-hour"] = "0.25";
+    spot_nodes.push_back(std::make_shared<const json>(std::move(copy)));
+  }
+  v.nodes = spot_nodes;
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  const json& figures = (*d.status)["poolFigures"];
+  ASSERT_FALSE(figures.empty());
+  for (const auto& [pool, f] : figures.items()) {
+    EXPECT_EQ(f["capacityType"], "Spot") << pool;
+    EXPECT_DOUBLE_EQ(f["interruptionsPerHour"].get<double>(), 0.25) << pool;
+  }
+}
+
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
   JobView v = view_with_nodes();
   apply(v, decide(v, options()));

@@ -38,6 +38,9 @@ JobStatus a_running_status() {
   s.progress.pool = "a100";
   s.failed_pods = {"uid-1"};
   s.pool_figures["a100"] = {"A100", 1000, 3.6, 1e9, 1e8, 30, {{"t4", 1e8}}};
+  s.pool_figures["spot"] = {"A100", 1000, 1.2, 1e9, 1e8, 30, {}, solver::CapacityType::Spot, 0.5};
+  s.progress.preemptions = 2;
+  s.preemptions["spot"] = {2, "2026-11-22T05:30:00Z", "node spot-0: gone"};
   s.progress_token = ProgressTokenRecord{"mnist-progress-a1b2c3d4", "3f7a"};
   return s;
 }
@@ -50,6 +53,13 @@ TEST(JobStatus, WhatIsEncodedDecodesTheSame) {
   EXPECT_EQ(encoded["plan"]["predicted"]["cost"], 1.25);
   EXPECT_EQ(encoded["progress"]["stopAfterEpoch"], 4);
   EXPECT_EQ(encoded["poolFigures"]["a100"]["interPool"]["t4"], 1e8);
+  EXPECT_EQ(encoded["poolFigures"]["a100"]["capacityType"], "OnDemand");
+  EXPECT_EQ(encoded["poolFigures"]["spot"]["capacityType"], "Spot");
+  EXPECT_EQ(encoded["poolFigures"]["spot"]["interruptionsPerHour"], 0.5);
+  EXPECT_EQ(encoded["progress"]["preemptions"], 2);
+  EXPECT_EQ(encoded["preemptions"]["spot"], (json{{"count", 2},
+                                                  {"lastTime", "2026-11-22T05:30:00Z"},
+                                                  {"lastCause", "node spot-0: gone"}}));
   EXPECT_EQ(encoded["plan"]["predicted"]["lowerBound"], 1.0);
   EXPECT_EQ(encoded["plan"]["predicted"]["gap"], 0.2);
   EXPECT_EQ(encoded["plan"]["budgetLimited"], true);
@@ -92,12 +102,12 @@ TEST(JobStatus, TheQueueRecordIsWrittenOnceTheJobHasWaited) {
 TEST(JobStatus, KeysThisVersionDoesNotKnowAreKept) {
   json written = encode_status(a_running_status());
   written["reservation"] = {{"position", 3}};
-  written["preemptions"] = json::array({"spot"});
+  written["checkpoints"] = json::array({"spot"});
   JobStatus status = decode_status(written);
   status.progress.epoch = 4;
   const json again = encode_status(status);
   EXPECT_EQ(again["reservation"], written["reservation"]);
-  EXPECT_EQ(again["preemptions"], written["preemptions"]);
+  EXPECT_EQ(again["checkpoints"], written["checkpoints"]);
   EXPECT_EQ(again["progress"]["epoch"], 4);
 }
 
@@ -108,6 +118,7 @@ TEST(JobStatus, EditedFieldsReadAsAbsent) {
   written["conditions"].push_back("not a condition");
   written["failedPods"].push_back(7);
   written["poolFigures"]["t4"] = "junk";
+  written["preemptions"]["od"] = 3;
   written["replanRequested"] = "yes";
   const JobStatus status = decode_status(written);
   EXPECT_EQ(status.phase, "");
@@ -115,6 +126,8 @@ TEST(JobStatus, EditedFieldsReadAsAbsent) {
   EXPECT_EQ(status.conditions.size(), 1u);
   EXPECT_EQ(status.failed_pods, std::vector<std::string>{"uid-1"});
   EXPECT_EQ(status.pool_figures.count("t4"), 0u);
+  EXPECT_EQ(status.preemptions.count("od"), 0u);
+  EXPECT_EQ(status.preemptions.at("spot").count, 2);
   EXPECT_FALSE(status.replan_requested);
   EXPECT_TRUE(status.unknown.empty()) << status.unknown.dump();
 }
@@ -126,7 +139,15 @@ TEST(JobStatus, PoolsComeBackFromTheirFiguresWithoutGpus) {
   EXPECT_EQ(back->gpus, 0);
   EXPECT_EQ(back->gpu_gflops, 1000);
   EXPECT_EQ(back->inter_pool, pool.inter_pool);
+  EXPECT_EQ(back->capacity_type, solver::CapacityType::OnDemand);
   EXPECT_FALSE(pool_from_figures("x", PoolFigures{}).has_value()) << "no speed, no pool";
+  // A spot pool whose nodes are all gone is still priced with its interruptions.
+  pool.capacity_type = solver::CapacityType::Spot;
+  pool.interruptions_per_hour = 0.5;
+  auto spot = pool_from_figures("a100", figures_of(pool));
+  ASSERT_TRUE(spot.has_value());
+  EXPECT_EQ(spot->capacity_type, solver::CapacityType::Spot);
+  EXPECT_EQ(spot->interruptions_per_hour, 0.5);
 }
 
 TEST(JobStatus, RoundTripsAndConditions) {

@@ -100,6 +100,7 @@ struct ProgressRecord {
   double cost = 0;                  // predicted cost of what has run so far
   double seconds = 0;               // predicted time of what has run so far
   int failures = 0;                 // pod failures in the current phase
+  int preemptions = 0;              // workers ended by a disruption, in all (never failures)
   int round = 0;                    // pods of the current phase started this many times
   // Epoch at which the current phase's workers are told to checkpoint and exit.
   int stop_after_epoch = 0;
@@ -142,7 +143,18 @@ struct PoolFigures {
   double storage_bandwidth = 0;
   double startup_seconds = 0;
   std::map<std::string, double> inter_pool;
+  solver::CapacityType capacity_type = solver::CapacityType::OnDemand;
+  double interruptions_per_hour = 0;  // per worker-hour
   friend bool operator==(const PoolFigures&, const PoolFigures&) = default;
+};
+
+// The workers of one pool ended by a disruption (disruption.hpp): how many, and the last one's
+// time and cause.
+struct PreemptionRecord {
+  int count = 0;
+  std::string last_time;  // RFC 3339
+  std::string last_cause;
+  friend bool operator==(const PreemptionRecord&, const PreemptionRecord&) = default;
 };
 
 PoolFigures figures_of(const solver::Pool& pool);
@@ -161,8 +173,10 @@ struct JobStatus {
   std::optional<int> planned_at_epoch;   // the epoch the plan in force was made (or confirmed) at
   bool replan_requested = false;         // plan afresh at the next reconcile
   ProgressRecord progress;               // written with the first plan
-  std::vector<std::string> failed_pods;  // uids, oldest first, at most kMaxCountedFailures
+  // uids of the failed and preempted pods counted, oldest first, at most kMaxCountedFailures
+  std::vector<std::string> failed_pods;
   std::map<std::string, PoolFigures> pool_figures;  // of the pools the plan in force names
+  std::map<std::string, PreemptionRecord> preemptions;  // per pool
   // The job's progress-token Secret and the token's hash (progress_token.hpp), from its first
   // workers on.
   std::optional<ProgressTokenRecord> progress_token;

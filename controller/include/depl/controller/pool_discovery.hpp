@@ -125,6 +125,8 @@ GpusByNode gpus_held_by_node(const std::vector<nlohmann::json>& pods,
 std::string node_pool(const nlohmann::json& node, std::string* label = nullptr);
 // Spot when one of kSpotLabels says so, else on-demand.
 solver::CapacityType node_capacity_type(const nlohmann::json& node);
+// True when the node's Ready condition is True.
+bool node_ready(const nlohmann::json& node);
 // The key of the first reclaim taint (kReclaimTaints) on the node, or "" when it has none.
 std::string node_reclaim_taint(const nlohmann::json& node);
 // GPUs a pod asks for (the larger of requests and limits, summed over its containers).

@@ -1,0 +1,28 @@
+// Whether a worker pod ended, or is ending, by a disruption rather than by a fault of its own:
+// its node was reclaimed, drained or lost, or the pod was evicted or preempted. A disrupted
+// worker's round restarts from the checkpoint without counting against the job's backoffLimit
+// (docs/user-guide.md, "Spot capacity and preemptions").
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "depl/controller/pool_discovery.hpp"
+
+namespace depl::controller {
+
+// What ended a disrupted pod, for events and status ("DisruptionTarget: EvictionByEvictionAPI",
+// "node spot-0: karpenter.sh/disrupted taint", "node spot-0: gone"); empty when the pod was not
+// disrupted. Read, in this order:
+// - the condition DisruptionTarget=True (eviction, preemption by the scheduler, the taint
+//   manager, the pod garbage collector, the kubelet's node-pressure or shutdown termination);
+// - status.reason Evicted, Preempting, Shutdown, NodeShutdown, Terminated or NodeLost (kubelets
+//   that set no condition);
+// - for a pod that has ended or is terminating: its node (spec.nodeName) gone from `nodes`, not
+//   Ready, or carrying a reclaim taint (pool_discovery.hpp, kReclaimTaints); nothing when
+//   `nodes` is empty (not known).
+// A running pod on a node with a reclaim taint is not disrupted yet: it may still finish.
+std::string pod_disruption(const nlohmann::json& pod, const SharedObjects& nodes);
+
+}  // namespace depl::controller
