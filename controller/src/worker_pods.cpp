@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <functional>
 
 #include "depl/controller/trainer_progress.hpp"
@@ -303,6 +304,16 @@ json build_rendezvous_service(const PhaseLaunch& launch) {
         {"publishNotReadyAddresses", true}}}};
 }
 
+int termination_grace_seconds(const solver::ModelVariant& model, const solver::Pool& pool) {
+  double write = 0;
+  if (model.checkpoint_bytes > 0 && pool.storage_bandwidth > 0) {
+    write = model.checkpoint_bytes / pool.storage_bandwidth;
+  }
+  const double grace = kBaseGraceSeconds + std::ceil(2 * write);
+  if (!(grace < kMaxGraceSeconds)) return kMaxGraceSeconds;
+  return static_cast<int>(grace);
+}
+
 json build_worker_pod(const PhaseLaunch& launch, int rank) {
   const json& job = *launch.job;
   const solver::Phase& phase = launch.plan->phases.at(launch.phase);
@@ -327,6 +338,7 @@ json build_worker_pod(const PhaseLaunch& launch, int rank) {
                    {"hostname", pod_name},
                    {"subdomain", rendezvous_service_name(name, launch.phase)},
                    {"securityContext", restricted_pod_security()},
+                   {"terminationGracePeriodSeconds", termination_grace_seconds(model, pool)},
                    {"containers", json::array({container})}};
   place_on_pool(pod_spec, job, launch.pool_label, pool, launch.pool_tolerations);
   if (!data.volumes.empty()) pod_spec["volumes"] = data.volumes;

@@ -143,6 +143,23 @@ TEST(WorkerPods, ToleratesOnlyThePoolsSpotTaints) {
   for (const auto& t : pod["spec"]["tolerations"]) EXPECT_NE(t, spot);
 }
 
+// The grace period leaves the worker time to write its checkpoint: 30 s plus twice its write
+// time on the pool's storage bandwidth (4.5 GB at 100 MB/s: 45 s), capped at an hour; 30 s
+// without a checkpoint size. Before, the pods had Kubernetes' default 30 s whatever they wrote.
+TEST(WorkerPods, TheGracePeriodFollowsTheCheckpointsWriteTime) {
+  Fixture f;
+  EXPECT_EQ(build_worker_pod(f.launch(), 0)["spec"]["terminationGracePeriodSeconds"], 30);
+  f.problem.models[0].checkpoint_bytes = 4.5e9;
+  EXPECT_EQ(build_worker_pod(f.launch(), 0)["spec"]["terminationGracePeriodSeconds"], 120);
+  EXPECT_EQ(termination_grace_seconds(f.problem.models[0], f.problem.pools[0]), 120);
+  f.problem.models[0].checkpoint_bytes = 4.5e9 + 1;  // rounded up
+  EXPECT_EQ(termination_grace_seconds(f.problem.models[0], f.problem.pools[0]), 121);
+  f.problem.models[0].checkpoint_bytes = 1e15;
+  EXPECT_EQ(termination_grace_seconds(f.problem.models[0], f.problem.pools[0]), kMaxGraceSeconds);
+  f.problem.pools[0].storage_bandwidth = 0;  // unknown: nothing to add
+  EXPECT_EQ(termination_grace_seconds(f.problem.models[0], f.problem.pools[0]), 30);
+}
+
 TEST(WorkerPods, LoopbackRendezvousAndCheckpointRoot) {
   Fixture f;
   PhaseLaunch l = f.launch();

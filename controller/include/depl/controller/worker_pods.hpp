@@ -84,6 +84,15 @@ inline constexpr int kWorkerUid = 65532;
 nlohmann::json restricted_pod_security();
 nlohmann::json restricted_container_security();
 
+// terminationGracePeriodSeconds of a phase's worker pods: the time a worker told to stop (SIGTERM)
+// has to finish its step, agree with its peers and write its checkpoint (docs/worker-contract.md
+// section 7): Kubernetes' default 30 s plus twice the checkpoint's write time, C_v / beta_obj of
+// the pool (docs/depl-model.md section 2), rounded up; at most kMaxGraceSeconds. A spot reclaim
+// may give less: the cloud's notice ends the node regardless.
+inline constexpr int kBaseGraceSeconds = 30;
+inline constexpr int kMaxGraceSeconds = 3600;
+int termination_grace_seconds(const solver::ModelVariant& model, const solver::Pool& pool);
+
 // An ownerReference that makes the job the controller of an object.
 nlohmann::json owner_reference(const nlohmann::json& job);
 
