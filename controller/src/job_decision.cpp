@@ -72,6 +72,7 @@ Decision decide(const JobView& view, const DecideOptions& options) {
     return state.finish();
   }
   if (state.status.started_at.empty()) state.status.started_at = state.now;
+  count_preemptions(state);
   if (!waits_for_its_turn(state) && look_at_cluster(state) && plan_if_needed(state)) {
     run_phase(state);
   }

@@ -315,22 +315,23 @@ std::string disruption_of(const DecisionState& state, const json& pod) {
   return pod_disruption(pod, state.view.nodes);
 }
 
-// A worker ended by a disruption (`why`, from pod_disruption) on `pool`: counted once per pod (by
-// uid, with the failures) in status.progress.preemptions (the job's) and status.preemptions (per
-// pool: count, the last one's time and cause), with an Event; never against backoffLimit.
-void count_preemption(DecisionState& state, const json& pod, const std::string& pool,
-                      const std::string& why) {
+// A worker ended by a disruption (`why`, from pod_disruption): counted once per pod (by uid, with
+// the failures) in status.progress.preemptions (the job's) and status.preemptions (per pool, the
+// pod's: count, the last one's time and cause), with an Event; never against backoffLimit.
+void count_preemption(DecisionState& state, const json& pod, const std::string& why) {
   JobStatus& status = state.status;
   if (!first_sight(status, pod)) return;
+  std::string pool = json_string(json_at(pod, {"metadata", "annotations"}), "depl.dev/pool");
+  if (pool.empty()) pool = status.progress.pool;
   const int total = ++status.progress.preemptions;
   PreemptionRecord& record = status.preemptions[pool];
   record.count += 1;
   record.last_time = state.now;
   record.last_cause = why;
   state.event("Warning", "WorkerPreempted",
-              fmt::format("pod {} on pool {} was disrupted ({}); restarting the phase from its "
-                          "checkpoint, not counted as a failure (preemption {} on pool {}, {} in "
-                          "all)",
+              fmt::format("pod {} on pool {} was disrupted ({}): a preemption, not counted as "
+                          "a failure; the job goes on from its checkpoint (preemption {} on pool "
+                          "{}, {} in all)",
                           json_string(json_member(pod, "metadata"), "name"), pool, why,
                           record.count, pool, total));
 }
@@ -414,9 +415,8 @@ bool end_round(DecisionState& state, const RunningPhase& running,
   int succeeded = 0, failed = 0, preempted = 0;
   for (const json* pod : current) {
     const std::string phase = pod_phase(*pod);
-    if (const std::string why = disruption_of(state, *pod); !why.empty()) {
-      ++preempted;
-      count_preemption(state, *pod, running.record().pool, why);
+    if (!disruption_of(state, *pod).empty()) {
+      ++preempted;  // counted by count_preemptions
       continue;
     }
     if (is_terminating(*pod)) continue;
@@ -486,6 +486,14 @@ void keep_ranks(DecisionState& state, const RunningPhase& running,
 }
 
 }  // namespace
+
+void count_preemptions(DecisionState& state) {
+  for (const auto& pod : state.view.owned_pods) {
+    if (const std::string why = disruption_of(state, pod); !why.empty()) {
+      count_preemption(state, pod, why);
+    }
+  }
+}
 
 void run_phase(DecisionState& state) {
   JobStatus& status = state.status;

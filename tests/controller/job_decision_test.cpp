@@ -800,6 +800,81 @@ TEST(JobDecision, PoolFiguresKeepTheCapacityTypeAndRate) {
   }
 }
 
+// The running phase's pool marked spot, its nodes (`reclaimed` of them tainted for reclaim, the
+// first of those under the pod `lost`), and the pod disrupted there: DisruptionTarget, terminating.
+// Returns the pool's name.
+std::string reclaim_under(JobView& v, json& lost, std::size_t reclaimed, bool keep_other_pools) {
+  const std::string pool = lost["metadata"]["annotations"]["depl.dev/pool"].get<std::string>();
+  std::vector<json> nodes;
+  std::size_t tainted = 0;
+  std::string under;
+  for (const auto& n : v.nodes) {
+    json copy = *n;
+    const bool in_pool = copy["metadata"]["labels"]["depl.dev/pool"] == pool;
+    if (!in_pool && !keep_other_pools) continue;
+    if (in_pool) {
+      copy["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
+      if (tainted < reclaimed) {
+        copy["spec"]["taints"] =
+            json::array({{{"key", "karpenter.sh/disrupted"}, {"effect", "NoSchedule"}}});
+        if (under.empty()) under = copy["metadata"]["name"].get<std::string>();
+        ++tainted;
+      }
+    }
+    nodes.push_back(std::move(copy));
+  }
+  v.nodes = shared(std::move(nodes));
+  lost["spec"]["nodeName"] = under;
+  lost["metadata"]["uid"] = "uid-reclaimed";
+  lost["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  lost["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
+  return pool;
+}
+
+// A reclaim that takes the last node of the running phase's pool (the replacement has not
+// registered yet) leaves the pool without room: the job waits for a plan, and the disrupted
+// worker is a preemption all the same, counted once, not lost to the wait. Fails when only the
+// round's logic (after planning) counts preemptions.
+TEST(JobDecision, APreemptionThatEmptiesThePoolIsCountedWhileTheJobWaits) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  report(v, 2, 1.2);
+  const std::string pool = reclaim_under(v, v.owned_pods[0], /*reclaimed=*/2,
+                                         /*keep_other_pools=*/false);
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ((*d.status)["progress"].value("preemptions", 0), 1) << d.status->dump(1);
+  EXPECT_EQ(preemptions_on(*d.status, pool), 1);
+  EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
+  EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+  EXPECT_FALSE(has_event(d, "WorkerFailed"));
+  // Seen again while the pool is still empty: not counted twice.
+  apply(v, d);
+  Decision again = decide(v, options());
+  EXPECT_FALSE(has_event(again, "WorkerPreempted"));
+  EXPECT_TRUE(!again.status || (*again.status)["progress"]["preemptions"] == 1);
+}
+
+// A reclaim that takes the last node of the running phase's pool while another pool has room:
+// the rest of the job is re-planned there, and the disrupted worker (a leftover of the plan it
+// ran under) is still counted as a preemption, never as a failure.
+TEST(JobDecision, APreemptionThatMovesThePlanIsCounted) {
+  JobView v = view_with_nodes();
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  report(v, 2, 1.2);
+  const std::string pool = reclaim_under(v, v.owned_pods[0], /*reclaimed=*/2,
+                                         /*keep_other_pools=*/true);
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  EXPECT_TRUE(has_event(d, "Replanned"));
+  EXPECT_EQ((*d.status)["progress"].value("preemptions", 0), 1) << d.status->dump(1);
+  EXPECT_EQ(preemptions_on(*d.status, pool), 1);
+  EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
+  EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+}
+
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
   JobView v = view_with_nodes();
   apply(v, decide(v, options()));
