@@ -1,7 +1,8 @@
 // Things going wrong while a job runs: a worker pod fails (recreated, resumed from the
-// checkpoint), the pool's node is deleted (re-planned onto the remaining pool), and the
-// controller stops mid-phase and starts again (no duplicate pods, running pods kept, the job
-// completes). Each ends with the job Succeeded.
+// checkpoint), the pool's node is deleted (re-planned onto the remaining pool), a spot node is
+// reclaimed three times (preemptions, not failures), and the controller stops mid-phase and
+// starts again (no duplicate pods, running pods kept, the job completes). Each ends with the job
+// Succeeded.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -81,6 +82,70 @@ TEST_F(ControllerE2e, DeletedNodeMidPhaseIsReplannedOntoTheRemainingPool) {
     }
   }
   EXPECT_TRUE(ran_on_spare);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+int preemptions(const json& job) {
+  return job.value("status", json::object())
+      .value("progress", json::object())
+      .value("preemptions", 0);
+}
+
+// A phase on a spot pool survives three reclaims of a node it runs on: each time the node's pods
+// get DisruptionTarget and SIGTERM (the workers checkpoint where they are and exit 143), the
+// controller stops the round's other workers, counts a preemption, never a failure, and starts
+// the round again from the checkpoint on the pool's other node, or on the replacement once it
+// registers when the reclaim took the pool's last node (the job waits or is re-planned meanwhile,
+// and the preemption still counts); each round after a reclaim starts at the epoch the job had
+// reached when the node was reclaimed (at most the epoch in progress is redone), and the job
+// succeeds.
+TEST_F(ControllerE2e, ASpotPhaseSurvivesThreeReclaimsAndSucceeds) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-spot.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "reclaimed", 0.3));
+  for (int i = 1; i <= 3; ++i) {
+    SCOPED_TRACE(::testing::Message() << "reclaim " << i);
+    const json before = wait_job(
+        "reclaimed",
+        [&](const json& j) { return progress_epoch(j) >= 2 * i && preemptions(j) == i - 1; },
+        "epochs before the next reclaim");
+    const int epoch_at = progress_epoch(before);
+    std::string node;
+    for (const auto& pod : pods_of("reclaimed")) {
+      if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+      const std::string on = pod.value("spec", json::object()).value("nodeName", "");
+      if (!on.empty()) node = on;
+    }
+    ASSERT_FALSE(node.empty()) << "no running worker pod";
+    devcluster::DevCluster::ReclaimOptions options;
+    options.notice = std::chrono::seconds(10);
+    options.replacement_after = std::chrono::seconds(1);
+    auto reclaimed = cluster_->reclaim_node(node, options);
+    ASSERT_TRUE(reclaimed) << reclaimed.error().message;
+    const json after = wait_job(
+        "reclaimed", [&](const json& j) { return preemptions(j) >= i; }, "the preemption");
+    EXPECT_EQ(after["status"]["progress"].value("failures", 0), 0);
+    // The next round's pods start where the job was when the node went, or later.
+    EXPECT_TRUE(wait_until([&] {
+      for (const auto& pod : pods_of("reclaimed")) {
+        if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+        const auto start = pod_env(pod, "DEPL_START_EPOCH");
+        if (start && std::stoi(start->get<std::string>()) >= epoch_at) return true;
+      }
+      return false;
+    })) << "no worker of a round starting at epoch "
+        << epoch_at << " or later";
+  }
+  const json done = wait_succeeded("reclaimed");
+  const json& status = done["status"];
+  EXPECT_EQ(status["progress"].value("failures", 0), 0);
+  EXPECT_EQ(status["progress"].value("preemptions", 0), 3);
+  EXPECT_EQ(
+      status.value("preemptions", json::object()).value("spot", json::object()).value("count", 0),
+      3)
+      << status.dump(1);
+  EXPECT_FALSE(has_event("reclaimed", "WorkerFailed"));
+  EXPECT_TRUE(has_event("reclaimed", "WorkerPreempted"));
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
