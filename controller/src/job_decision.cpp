@@ -20,7 +20,7 @@ Expected<solver::Problem, std::vector<std::string>> validate(const JobView& view
   const nlohmann::json& job = view.job;
   // A job stored past the solver's limits is read all the same: the API server has it (its schema
   // does not enforce them), so it is kept, and only planning waits for a spec within them
-  // (past_solver_limits in job_planning.cpp).
+  // (solver::past_solver_limits, in decide()).
   auto problem = solver::parse_job_json(job, solver::JobLimits::Stored);
   std::vector<std::string> errors;
   if (!problem) errors = problem.error().messages;
@@ -58,9 +58,7 @@ Decision decide(const JobView& view, const DecideOptions& options) {
     return state.finish();
   }
   state.condition(conditions::kValid, true, "Valid", "the spec is valid");
-  if (auto admitted = solver::parse_job_json(view.job); !admitted) {
-    state.past_limits = std::move(admitted).error().messages;
-  }
+  state.past_limits = solver::past_solver_limits(*problem);
   state.problem = std::move(*problem);
 
   if (state.status.phase == phases::kSucceeded || state.status.phase == phases::kFailed) {

@@ -3,7 +3,6 @@
 // observed loss (on deviation, or when the plan ran out short of the target).
 #include <fmt/format.h>
 #include <algorithm>
-#include <cassert>
 
 #include "decision_state.hpp"
 #include "depl/common/json_fields.hpp"
@@ -39,8 +38,8 @@ void add_vanished_pools(DecisionState& state, std::vector<solver::Pool>& pools) 
 
 // Solves `problem` and records the time spent.
 Expected<solver::SolveResult> timed_solve(DecisionState& state, const solver::Problem& problem) {
-  // Every caller checks past_limits first; the solver's budget assumes a problem within them.
-  assert(state.past_limits.empty());
+  // Every caller checks past_limits first; solve() itself refuses a problem past the solver's
+  // limits, whose budget holds only within them.
   const double start = state.seconds_now();
   // The solver stops at its next budget check when the controller stops: a solve abandoned
   // below does not run on to its end.
