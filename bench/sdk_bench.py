@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/sdk_bench.py overhead   # ctx.report and ctx.save/load per call
     /usr/bin/python3 bench/sdk_bench.py epochs     # CNN epoch time per variant, 1 and 2 ranks
+    /usr/bin/python3 bench/sdk_bench.py allreduce  # one gradient all-reduce of the full CNN, 2 ranks
 
 `overhead` runs workers in operator mode against a progress endpoint on loopback (a Python
 http.server in this process that answers `continue`, then `checkpointAndExit`): one rank in this
@@ -10,7 +11,10 @@ process, then two ranks as processes (the decision broadcast through torch.distr
 times every ctx.report; then ctx.save and ctx.load of the example's full CNN with its optimiser.
 `epochs` runs examples/pytorch/train.py on a 10,000-image shard with 1000 validation images for
 each variant, with one rank and with --nproc 2, and prints the medians of its trainSeconds and
-trainCpuSeconds (one torch thread per rank).
+trainCpuSeconds (one torch thread per rank). `allreduce` times 300 all-reduces (gloo, loopback,
+two processes of one torch thread) of a float32 tensor the size of the full CNN's parameters, as
+DistributedDataParallel reduces its gradients every step, and prints the bandwidth that the
+model's ring all-reduce (docs/depl-model.md section 2: 2 (n - 1) / n x bytes per step) gives.
 """
 
 from __future__ import annotations
@@ -161,6 +165,55 @@ def epochs() -> None:
             print(f"{variant:8} {nproc:5}  {wall:28.3f}  {cpu:26.3f}  {lines[-1]['loss']:.4f}", flush=True)
 
 
+ALLREDUCE_BYTES = 333864  # the full CNN's parameters (examples/pytorch/job.yaml, parameterBytes)
+ALLREDUCE_CALLS = 300
+
+
+def allreduce_rank(rank: int, port: int, results) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    tensor = torch.ones(ALLREDUCE_BYTES // 4)
+    for _ in range(20):  # connections and buffers set up
+        dist.all_reduce(tensor)
+    seconds = []
+    for _ in range(ALLREDUCE_CALLS):
+        dist.barrier()
+        began = time.perf_counter()
+        dist.all_reduce(tensor)
+        seconds.append(time.perf_counter() - began)
+    if rank == 0:
+        results.put(seconds)
+    dist.destroy_process_group()
+
+
+def allreduce() -> None:
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    ranks = [context.Process(target=allreduce_rank, args=(r, port, results)) for r in range(2)]
+    for r in ranks:
+        r.start()
+    seconds = results.get(timeout=600)
+    for r in ranks:
+        r.join()
+        if r.exitcode != 0:
+            sys.exit(f"allreduce: a rank exited {r.exitcode}")
+    summary(f"all-reduce of {ALLREDUCE_BYTES} bytes, 2 ranks", seconds)
+    median = statistics.median(seconds)
+    bandwidth = 2 * (2 - 1) / 2 * ALLREDUCE_BYTES / median
+    print(f"ring all-reduce bandwidth at the median: {bandwidth / 1e6:.0f} MB/s")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "overhead":
@@ -169,5 +222,7 @@ if __name__ == "__main__":
         report_rank()
     elif what == "epochs":
         epochs()
+    elif what == "allreduce":
+        allreduce()
     else:
         sys.exit(__doc__)
