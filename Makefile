@@ -138,9 +138,10 @@ demo-build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 
 # The main demo trains Fashion-MNIST for real with the PyTorch reference job (examples/pytorch:
-# a CNN through the depl SDK, each phase two data-parallel pods joined by torch.distributed) on
-# pools that describe this machine; demo-reference runs the C++ reference worker's job the same
-# way (no torch needed); demo-quickstart runs the quickstart with simulated workers on GPU pools.
+# a CNN through the depl SDK; its deadline makes the plan run the `full` phase as two
+# data-parallel pods joined by torch.distributed) on pools that describe this machine;
+# demo-reference runs the C++ reference worker's job the same way (no torch needed);
+# demo-quickstart runs the quickstart with simulated workers on GPU pools.
 demo: deps demo-build
 	$(BUILD)/bin/kubectl-depl demo --job examples/pytorch/job.yaml \
 	  --pools examples/pytorch/pools.yaml --keep-running

@@ -4,12 +4,16 @@ job"): does a plan reach its target as often as it promises when the training is
 
     /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 40   # full size
     /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 4    # smaller
+    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42 --probabilities 0.9 \
+        --algorithms depl --deadline job --seeds 4     # the job's deadline: two ranks for `full`
 
 For every target loss, probability and algorithm (DepL, EXP, FULL) it plans the job
 (`kubectl-depl plan -o json` on a copy of the job with that target), then executes the plan for
 fresh seeds through the SDK worker (examples/pytorch/train.py, standalone: one process per phase,
 `--nproc` the plan's workers, a switch is `--init-from` the previous phase's checkpoint, which
-the worker converts). It reports how many runs reached the target (with a Wilson 95% interval)
+the worker converts). The copies have no deadline unless --deadline gives one (`job`: the job's
+own, which makes DepL buy a second worker for the `full` phase: the configuration that runs two
+ranks). It reports how many runs reached the target (with a Wilson 95% interval)
 against the promised probability, the predicted and reached mean loss, the model's cost and
 the measured CPU seconds per run, and which plans switched and which datasets they dropped.
 With --curves it also writes, per plan and epoch, the predicted mean and standard deviation
@@ -117,12 +121,33 @@ def kubectl_depl() -> str:
     return str(Path(binary) / "bin" / "kubectl-depl")
 
 
+def deadline_of(job: dict, choice: str) -> float | None:
+    """--deadline: `none` (plan without one), `job` (the job's own) or seconds."""
+    if choice == "none":
+        return None
+    if choice == "job":
+        seconds = job["spec"]["target"].get("deadlineSeconds")
+        if seconds is None:
+            raise ValueError("--deadline job: the job's spec.target has no deadlineSeconds")
+        return float(seconds)
+    try:
+        seconds = float(choice)
+    except ValueError:
+        raise ValueError(f"--deadline {choice!r}: want none, job or seconds") from None
+    if not seconds > 0 or math.isinf(seconds):
+        raise ValueError(f"--deadline {choice!r}: want a positive, finite number of seconds")
+    return seconds
+
+
 def make_plan(job: dict, pools: Path, algorithm: str, target: float, probability: float,
-              workdir: Path) -> dict:
-    """`kubectl-depl plan -o json` of `job` with this target."""
+              deadline: float | None, workdir: Path) -> dict:
+    """`kubectl-depl plan -o json` of `job` with this target and deadline (None: no deadline)."""
     variant = copy.deepcopy(job)
     variant["spec"]["target"]["loss"] = target
     variant["spec"]["target"]["probability"] = probability
+    variant["spec"]["target"].pop("deadlineSeconds", None)
+    if deadline is not None:
+        variant["spec"]["target"]["deadlineSeconds"] = deadline
     path = workdir / f"job-{algorithm}-{target}-{probability}.yaml"
     path.write_text(yaml.safe_dump(variant, sort_keys=False))
     result = subprocess.run([kubectl_depl(), "plan", "-f", str(path), "--pools", str(pools),
@@ -135,7 +160,10 @@ def make_plan(job: dict, pools: Path, algorithm: str, target: float, probability
 
 
 def describe(plan: dict) -> str:
-    return " -> ".join(f"{p['model']} x{p['epochs']}" for p in plan["phases"])
+    """`half x4 -> full x3 (2 workers)`: the workers are named where a phase has more than one."""
+    return " -> ".join(f"{p['model']} x{p['epochs']}"
+                       + (f" ({p['workers']} workers)" if int(p["workers"]) > 1 else "")
+                       for p in plan["phases"])
 
 
 @dataclass
@@ -237,10 +265,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="runs at once")
     parser.add_argument("--ranks", type=int, default=0,
                         help="ranks per phase (0: the plan's workers)")
+    parser.add_argument("--deadline", default="none",
+                        help="none (plan without a deadline), job (the job's deadlineSeconds) or "
+                        "seconds (default none)")
     parser.add_argument("--curves", default="", help="write per-epoch predictions and losses "
                         "(JSON) to this file and print the prediction error and band coverage")
     args = parser.parse_args(argv)
     job = yaml.safe_load(Path(args.job).read_text())
+    try:
+        deadline = deadline_of(job, args.deadline)
+    except ValueError as e:
+        parser.error(str(e))
     spec = job["spec"]
     targets = [float(t) for t in args.targets.split(",")] if args.targets else [
         float(spec["target"]["loss"])]
@@ -256,7 +291,8 @@ def main(argv: list[str]) -> int:
         for target in targets:
             for probability in probabilities:
                 for algorithm in algorithms:
-                    plan = make_plan(job, Path(args.pools), algorithm, target, probability, workdir)
+                    plan = make_plan(job, Path(args.pools), algorithm, target, probability,
+                                     deadline, workdir)
                     if not plan.get("phases"):
                         print(row(target, probability, algorithm, "no plan", plan, None,
                                   all_datasets), flush=True)
@@ -284,7 +320,8 @@ def main(argv: list[str]) -> int:
                                    "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
                                    "runs": {str(r.seed): r.losses for r in runs}})
     print(f"Wall time {time.perf_counter() - began:.0f} s, {args.seeds} seeds per plan, "
-          f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+          f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, deadline "
+          f"{'none' if deadline is None else f'{deadline:g} s'}")
     if args.curves:
         Path(args.curves).write_text(json.dumps(curves, indent=1))
         print()

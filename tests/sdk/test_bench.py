@@ -51,3 +51,33 @@ def test_the_recursion_gives_the_evaluators_figures_across_a_switch():
     first = plan["phases"][0]["epochs"]
     assert after[first - 1].mean == before[first - 1].mean
     assert after[first].mean > before[first].mean and after[first].sd > before[first].sd
+
+
+def test_the_deadline_choice_names_the_flag_on_bad_input():
+    job = {"spec": {"target": {"loss": 0.4, "deadlineSeconds": 9.5}}}
+    assert bench.deadline_of(job, "none") is None
+    assert bench.deadline_of(job, "job") == 9.5
+    assert bench.deadline_of(job, "12") == 12.0
+    for bad in ("soon", "0", "-3", "inf", "nan"):
+        with pytest.raises(ValueError, match="--deadline"):
+            bench.deadline_of(job, bad)
+    with pytest.raises(ValueError, match="deadlineSeconds"):
+        bench.deadline_of({"spec": {"target": {"loss": 0.4}}}, "job")
+
+
+@needs_cli
+def test_the_copies_drop_the_jobs_deadline_unless_asked(tmp_path):
+    # The job's deadline buys a second worker for `full`; without it (the bench's default) every
+    # algorithm plans one worker per phase and FULL stays feasible.
+    job = yaml.safe_load((REPO / "examples" / "pytorch" / "job.yaml").read_text())
+    pools = REPO / "examples" / "pytorch" / "pools.yaml"
+    deadline = bench.deadline_of(job, "job")
+    timed = bench.make_plan(job, pools, "depl", 0.42, 0.9, deadline, tmp_path)
+    assert timed["feasible"]
+    assert [p["workers"] for p in timed["phases"]] == [1, 2]
+    assert bench.describe(timed) == "half x4 -> full x3 (2 workers)"
+    for algorithm in ("depl", "full"):
+        plan = bench.make_plan(job, pools, algorithm, 0.42, 0.9, None, tmp_path)
+        assert plan["feasible"], algorithm
+        assert all(p["workers"] == 1 for p in plan["phases"]), algorithm
+        assert "(2 workers)" not in bench.describe(plan)

@@ -130,33 +130,58 @@ TEST(Quickstart, FixedDatasetsAreKeptByEveryAlgorithm) {
 }  // namespace depl::solver
 
 // examples/pytorch/job.yaml on its pools is what `make demo` runs; the README shows its plan:
-// the clean shards only, the half-width CNN first, then grown to full (a switch the worker
-// executes by converting the checkpoint), one worker per phase, cheaper than FULL.
+// the clean shards only, the half-width CNN first on one worker, then grown to full (a switch the
+// worker executes by converting the checkpoint) on two data-parallel workers. The deadline is
+// what buys the second worker: without it the same plan runs one worker per phase and costs less
+// than FULL.
 namespace depl::solver {
 namespace {
 
-TEST(PytorchExample, ThePlanLeavesTheNoisyShardsOutAndGrowsHalfIntoFull) {
+Problem pytorch_example() {
   auto job = parse_job_yaml(read_text("examples/pytorch/job.yaml"), "job.yaml");
   auto pools = parse_pools_yaml(read_text("examples/pytorch/pools.yaml"), "pools.yaml");
-  ASSERT_TRUE(job.has_value()) << job.error().joined();
-  ASSERT_TRUE(pools.has_value()) << pools.error().joined();
+  EXPECT_TRUE(job.has_value()) << job.error().joined();
+  EXPECT_TRUE(pools.has_value()) << pools.error().joined();
   auto problem = combine(*job, *pools);
-  ASSERT_TRUE(problem.has_value());
-  auto result = solve(*problem);
-  ASSERT_TRUE(result.has_value()) << result.error().message;
-  ASSERT_TRUE(result->feasible) << result->reason;
-  ASSERT_EQ(result->plan.phases.size(), 2u);
-  EXPECT_EQ(problem->models[result->plan.phases[0].model].name, "half");
-  EXPECT_EQ(problem->models[result->plan.phases[1].model].name, "full");
-  for (const auto& phase : result->plan.phases) EXPECT_EQ(phase.workers, 1);
+  EXPECT_TRUE(problem.has_value());
+  return *problem;
+}
+
+void expect_half_then_full_on_clean_shards(const Problem& problem, const SolveResult& result) {
+  ASSERT_TRUE(result.feasible) << result.reason;
+  ASSERT_EQ(result.plan.phases.size(), 2u);
+  EXPECT_EQ(problem.models[result.plan.phases[0].model].name, "half");
+  EXPECT_EQ(problem.models[result.plan.phases[1].model].name, "full");
   for (const char* noisy : {"shard4", "shard5"}) {
-    const std::size_t index = index_or_fail(problem->dataset_index(noisy));
-    EXPECT_EQ(std::count(result->plan.datasets.begin(), result->plan.datasets.end(), index), 0)
+    const std::size_t index = index_or_fail(problem.dataset_index(noisy));
+    EXPECT_EQ(std::count(result.plan.datasets.begin(), result.plan.datasets.end(), index), 0)
         << noisy;
   }
+}
+
+TEST(PytorchExample, TheDeadlineBuysTwoDataParallelWorkersForTheFullPhase) {
+  const Problem problem = pytorch_example();
+  ASSERT_TRUE(problem.target.deadline_seconds.has_value());
+  auto result = solve(problem);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  ASSERT_NO_FATAL_FAILURE(expect_half_then_full_on_clean_shards(problem, *result));
+  EXPECT_EQ(result->plan.phases[0].workers, 1);
+  EXPECT_EQ(result->plan.phases[1].workers, 2);
+  EXPECT_LE(result->figures.duration_seconds, *problem.target.deadline_seconds);
+}
+
+TEST(PytorchExample, WithoutTheDeadlineOneWorkerPerPhaseIsCheaperThanFull) {
+  Problem problem = pytorch_example();
+  problem.target.deadline_seconds.reset();
+  auto result = solve(problem);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  ASSERT_NO_FATAL_FAILURE(expect_half_then_full_on_clean_shards(problem, *result));
+  for (const auto& phase : result->plan.phases) EXPECT_EQ(phase.workers, 1);
+  // One worker per phase misses the job's deadline: that is what the deadline is for.
+  EXPECT_GT(result->figures.duration_seconds, *pytorch_example().target.deadline_seconds);
   SolveOptions full;
   full.algorithm = Algorithm::Full;
-  auto baseline = solve(*problem, full);
+  auto baseline = solve(problem, full);
   ASSERT_TRUE(baseline.has_value()) << baseline.error().message;
   ASSERT_TRUE(baseline->feasible) << baseline->reason;
   EXPECT_LT(result->figures.cost, baseline->figures.cost);
