@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stop_token>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/run_controller.hpp"
+#include "depl/controller/worker_pods.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
 #include "depl/kube/beast_transport.hpp"
 #include "depl/kube/client.hpp"
@@ -127,26 +129,43 @@ void print_what_ran(const json& status) {
                   : fmt::format("warm start: epoch {}'s {} checkpoint converted to {}",
                                 previous_epoch, previous_model, model);
     }
-    fmt::print("  phase {} {:<8} {} worker{}  epochs {:>2}-{:<2}  loss {:.4f} -> {:.4f}  ({})\n",
-               first.phase, model, workers, workers == 1 ? "" : "s", first.epoch, last.epoch,
-               first.loss, last.loss, start);
+    fmt::print("  phase {} {:<8} {} {:<7}  epochs {:>2}-{:<2}  loss {:.4f} -> {:.4f}  ({})\n",
+               first.phase, model, workers, workers == 1 ? "worker" : "workers", first.epoch,
+               last.epoch, first.loss, last.loss, start);
     previous_model = model;
     previous_epoch = last.epoch;
     i = j + 1;
   }
 }
 
-std::string status_line(const json& job) {
+// The job's state in one line, with how many of its worker pods are Running (nullopt: the pods
+// could not be listed).
+std::string status_line(const json& job, std::optional<int> running_pods) {
   const json& status = job.value("status", json::object());
   const json& progress = status.value("progress", json::object());
   const json& predicted = status.value("plan", json::object()).value("predicted", json::object());
   const std::string loss =
       progress.contains("loss") ? fmt::format("{:.4f}", progress["loss"].get<double>()) : "-";
   return fmt::format(
-      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:.3g}",
+      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:<8.3g}  pods {} "
+      "running",
       status.value("phase", "Pending"), progress.value("phase", 0), progress.value("model", "-"),
       progress.value("epoch", 0), loss, predicted.value("probability", 0.0),
-      progress.value("cost", 0.0));
+      progress.value("cost", 0.0), running_pods ? std::to_string(*running_pods) : "?");
+}
+
+// The job's worker pods in phase Running (the controller labels each with the job's name).
+std::optional<int> running_pods(kube::Client& client, const std::string& ns,
+                                const std::string& job) {
+  kube::ListOptions options;
+  options.label_selector = fmt::format("{}={}", controller::kJobLabel, job);
+  auto pods = client.list(kube::resources::pods(), ns, options);
+  if (!pods) return std::nullopt;
+  int running = 0;
+  for (const json& pod : pods->value("items", json::array())) {
+    if (pod.value("status", json::object()).value("phase", "") == "Running") ++running;
+  }
+  return running;
 }
 
 int run_demo(const DemoOptions& o) {
@@ -324,8 +343,8 @@ int run_demo(const DemoOptions& o) {
       fmt::print("plan {}: ", plan->revision);
       for (std::size_t i = 0; i < plan->phases.size(); ++i) {
         const auto& p = plan->phases[i];
-        fmt::print("{}{} x{} on {} ({} workers)", i ? " -> " : "", p.model, p.epochs, p.pool,
-                   p.workers);
+        fmt::print("{}{} x{} on {} ({} worker{})", i ? " -> " : "", p.model, p.epochs, p.pool,
+                   p.workers, p.workers == 1 ? "" : "s");
       }
       std::vector<std::string> dropped;  // the job's datasets the plan leaves out
       for (const json& d : (*job)["spec"].value("datasets", json::array())) {
@@ -341,7 +360,7 @@ int run_demo(const DemoOptions& o) {
           plan->probability);
       last_line.clear();
     }
-    const std::string line = status_line(last);
+    const std::string line = status_line(last, running_pods(client, ns, name));
     if (line != last_line) {
       if (tty) {
         fmt::print("\r{}", line);

@@ -28,6 +28,8 @@ TEST(Demo, RunsTheQuickstartToAnEndAndExitsWithItsOutcome) {
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   EXPECT_NE(r.out.find("plan 1: "), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("P(target)"), std::string::npos) << r.out;
+  // The live line counts the job's worker pods that are Running (one per phase here).
+  EXPECT_NE(r.out.find("  pods 1 running"), std::string::npos) << r.out;
   const bool succeeded = r.out.find("\njob Succeeded: ") != std::string::npos;
   const bool failed = r.out.find("\njob Failed: ") != std::string::npos;
   ASSERT_TRUE(succeeded || failed) << "the job did not end:\n" << r.out << r.err;
