@@ -321,7 +321,8 @@ def main(argv: list[str]) -> int:
                                    "runs": {str(r.seed): r.losses for r in runs}})
     print(f"Wall time {time.perf_counter() - began:.0f} s, {args.seeds} seeds per plan, "
           f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, deadline "
-          f"{'none' if deadline is None else f'{deadline:g} s'}")
+          f"{'none' if deadline is None else f'{deadline:g} s'}, ranks per phase "
+          f"{args.ranks if args.ranks else 'as planned'}")
     if args.curves:
         Path(args.curves).write_text(json.dumps(curves, indent=1))
         print()
