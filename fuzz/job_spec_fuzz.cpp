@@ -40,6 +40,7 @@ void check_problem(const solver::Problem& problem) {
     check(!dataset.name.empty() && names.insert(dataset.name).second, "dataset names unique");
     check(dataset.samples > 0, "dataset samples > 0");
     check(dataset.quality > 0 && dataset.quality <= 1, "dataset quality in (0,1]");
+    check(dataset.label_noise >= 0 && dataset.label_noise < 1, "dataset labelNoise in [0,1)");
     check(std::isfinite(dataset.size_bytes) && dataset.size_bytes >= 0, "sizeBytes >= 0");
   }
   check(!problem.models.empty(), "at least one model");
@@ -61,6 +62,8 @@ void check_problem(const solver::Problem& problem) {
     check(std::isfinite(loss.reference_samples) && loss.reference_samples > 0,
           "referenceSamples finite and > 0");
     check(std::isfinite(loss.data_exponent) && loss.data_exponent >= 0, "dataExponent >= 0");
+    check(std::isfinite(loss.label_noise_floor) && loss.label_noise_floor >= 0,
+          "labelNoiseFloor >= 0");
   }
   std::set<std::pair<std::string, std::string>> pairs;
   for (const auto& entry : problem.switching) {

@@ -209,6 +209,14 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                   "also profile at this many samples per epoch and fit dataExponent from the two "
                   "floors (0: off)")
       ->capture_default_str();
+  cmd->add_option("--noisy-samples", args->request.noisy_samples,
+                  "also profile every variant on --samples clean samples plus a shard of this "
+                  "many with a share --noisy-label-share of wrong labels, and fit "
+                  "labelNoiseFloor from it (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--noisy-label-share", args->request.noisy_label_share,
+                  "the share of wrong labels in the --noisy-samples shard")
+      ->capture_default_str();
   cmd->add_option("--validation-samples", args->request.validation_samples,
                   "validation loss over the first N test images")
       ->capture_default_str();

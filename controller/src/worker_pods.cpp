@@ -53,14 +53,17 @@ json common_labels(const json& job, std::size_t phase) {
 json loss_profile_json(const solver::LossProfile& lp) {
   return json{{"initialLoss", lp.initial_loss},           {"floorLoss", lp.floor_loss},
               {"decayPerEpoch", lp.decay_per_epoch},      {"noiseStddev", lp.noise_stddev},
-              {"referenceSamples", lp.reference_samples}, {"dataExponent", lp.data_exponent}};
+              {"referenceSamples", lp.reference_samples}, {"dataExponent", lp.data_exponent},
+              {"labelNoiseFloor", lp.label_noise_floor}};
 }
 
-// The loss profile the plan assumed for this phase, with the effective samples per epoch (E)
-// and, when the phase starts with a switch, the switch's loss jump.
+// The loss profile the plan assumed for this phase, with the effective samples per epoch (E),
+// the share of wrong labels in the selection (W / N) and, when the phase starts with a switch, the
+// switch's loss jump.
 json assumed_profile(const PhaseLaunch& launch, const solver::ModelVariant& model) {
   json profile = loss_profile_json(model.loss);
   profile["effectiveSamples"] = solver::effective_samples(*launch.problem, launch.plan->datasets);
+  profile["wrongLabelShare"] = solver::wrong_label_share(*launch.problem, launch.plan->datasets);
   if (launch.phase > 0) {
     const auto& previous =
         launch.problem->models.at(launch.plan->phases.at(launch.phase - 1).model);

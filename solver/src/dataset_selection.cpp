@@ -36,13 +36,15 @@ std::vector<std::size_t> sorted(std::vector<std::size_t> d) {
   return d;
 }
 
-// Datasets by effectiveness: quality, then locality (local data skips staging), then size.
+// Datasets by effectiveness: the least label noise (wrong labels raise the floor, which no
+// training makes up for), then quality, then locality (local data skips staging), then size.
 std::vector<std::size_t> by_effectiveness(const Problem& problem) {
   std::vector<std::size_t> order(problem.datasets.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const Dataset& x = problem.datasets[a];
     const Dataset& y = problem.datasets[b];
+    if (x.label_noise != y.label_noise) return x.label_noise < y.label_noise;
     if (x.quality != y.quality) return x.quality > y.quality;
     if (x.locality.size() != y.locality.size()) return x.locality.size() > y.locality.size();
     return x.samples > y.samples;

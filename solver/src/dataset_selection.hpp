@@ -1,7 +1,7 @@
 // Internal to the solver: DepL's outer loop (docs/depl-model.md section 3, step 1), choosing the
 // set D of datasets to train on. Up to 10 datasets every non-empty subset is tried; beyond that,
-// greedy by effectiveness (quality, then locality, then size) followed by add/drop/swap local
-// search. Inner results are memoised per D by the SelectionSolver.
+// greedy by effectiveness (least label noise, then quality, locality, size) followed by
+// add/drop/swap local search. Inner results are memoised per D by the SelectionSolver.
 #pragma once
 
 #include <optional>

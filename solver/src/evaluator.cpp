@@ -169,10 +169,16 @@ double on_time_probability(const DurationTerms& terms, double deadline) {
   return std::max(0.0, -std::expm1(exponent));
 }
 
-LossState epoch_step(const ModelVariant& model, double effective, LossState state) {
+double loss_floor(const LossProfile& lp, double effective, double wrong_share) {
+  return lp.floor_loss * std::pow(lp.reference_samples / effective, lp.data_exponent) +
+         lp.label_noise_floor * wrong_share;
+}
+
+LossState epoch_step(const ModelVariant& model, double effective, double wrong_share,
+                     LossState state) {
   const LossProfile& lp = model.loss;
   const double rho = std::pow(lp.decay_per_epoch, effective / lp.reference_samples);
-  const double floor = lp.floor_loss * std::pow(lp.reference_samples / effective, lp.data_exponent);
+  const double floor = loss_floor(lp, effective, wrong_share);
   state.mean = floor + (state.mean - floor) * rho;
   state.variance = rho * rho * state.variance + lp.noise_stddev * lp.noise_stddev;
   return state;
@@ -213,12 +219,25 @@ double total_samples(const Problem& problem, const std::vector<std::size_t>& dat
   return n;
 }
 
+double effective_samples(const Dataset& dataset) {
+  return dataset.quality * (1 - dataset.label_noise) * static_cast<double>(dataset.samples);
+}
+
+double wrong_labels(const Dataset& dataset) {
+  return dataset.label_noise * static_cast<double>(dataset.samples);
+}
+
 double effective_samples(const Problem& problem, const std::vector<std::size_t>& datasets) {
   double e = 0;
-  for (std::size_t di : datasets) {
-    e += problem.datasets[di].quality * static_cast<double>(problem.datasets[di].samples);
-  }
+  for (std::size_t di : datasets) e += effective_samples(problem.datasets[di]);
   return e;
+}
+
+double wrong_label_share(const Problem& problem, const std::vector<std::size_t>& datasets) {
+  double wrong = 0;
+  for (std::size_t di : datasets) wrong += wrong_labels(problem.datasets[di]);
+  if (wrong <= 0) return 0;
+  return wrong / total_samples(problem, datasets);
 }
 
 namespace {
@@ -277,6 +296,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
 
   const double samples = total_samples(problem, plan.datasets);
   const double effective = effective_samples(problem, plan.datasets);
+  const double wrong_share = wrong_label_share(problem, plan.datasets);
   const Training& tr = problem.training;
 
   LossState state;
@@ -350,7 +370,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
           i, ph.workers, pool.name, pf.interruptions_per_hour, pf.epoch_seconds));
     }
 
-    for (int e = 0; e < ph.epochs; ++e) state = epoch_step(model, effective, state);
+    for (int e = 0; e < ph.epochs; ++e) state = epoch_step(model, effective, wrong_share, state);
     pf.loss_mean = state.mean;
     pf.loss_variance = state.variance;
 
@@ -439,6 +459,7 @@ std::vector<LossPoint> loss_trajectory(const Problem& problem, const Plan& plan)
   std::vector<std::string> ignored;
   if (!check_structure(problem, plan, ignored)) return points;
   const double effective = effective_samples(problem, plan.datasets);
+  const double wrong_share = wrong_label_share(problem, plan.datasets);
   LossState state;
   const ModelVariant* previous_model = nullptr;
   if (problem.start) {
@@ -460,7 +481,7 @@ std::vector<LossPoint> loss_trajectory(const Problem& problem, const Plan& plan)
       }
     }
     for (int e = 0; e < plan.phases[i].epochs; ++e) {
-      state = epoch_step(model, effective, state);
+      state = epoch_step(model, effective, wrong_share, state);
       points.push_back({++epoch, i, state.mean, state.variance});
     }
     previous_model = &model;

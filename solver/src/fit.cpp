@@ -6,6 +6,8 @@
 // l_{t+1} - (f + (l_t - f) r), pooled. l0 is the fitted curve extended back to epoch 0.
 #include "depl/solver/fit.hpp"
 
+#include "depl/solver/evaluator.hpp"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -160,6 +162,49 @@ Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& ru
   fit.profile.noise_stddev = std::sqrt(sum_squares / static_cast<double>(count));
   fit.squared_error = curve.squared_error;
   return fit;
+}
+
+Expected<double> fit_label_noise_floor(const LossProfile& profile, double effective_samples,
+                                       double wrong_label_share,
+                                       const std::vector<std::vector<double>>& runs) {
+  if (!(wrong_label_share > 0 && wrong_label_share < 1)) {
+    return error(
+        fmt::format("the share of wrong labels must be in (0, 1), got {}", wrong_label_share));
+  }
+  if (!(effective_samples > 0) || !(profile.reference_samples > 0)) {
+    return error("the clean samples and the profile's referenceSamples must be > 0");
+  }
+  if (runs.empty() || runs.front().empty()) return error("no noisy runs to fit");
+  const std::size_t epochs = runs.front().size();
+  std::vector<double> mean(epochs, 0.0);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].size() != epochs) {
+      return error(fmt::format("run {} has {} epochs, run 0 has {}: they must match", k,
+                               runs[k].size(), epochs));
+    }
+    for (std::size_t t = 0; t < epochs; ++t) {
+      if (!std::isfinite(runs[k][t])) {
+        return error(fmt::format("run {} epoch {}: the loss must be a finite number", k, t + 1));
+      }
+      mean[t] += runs[k][t] / static_cast<double>(runs.size());
+    }
+  }
+  // m_t = a_t + beta * b_t: a_t the curve without wrong labels, b_t = (W / N) (1 - rho^t).
+  const double rho =
+      std::pow(profile.decay_per_epoch, effective_samples / profile.reference_samples);
+  LossProfile clean = profile;
+  clean.label_noise_floor = 0;
+  const double floor = loss_floor(clean, effective_samples, 0.0);
+  double kept = 1, across = 0, along = 0;
+  for (std::size_t t = 0; t < epochs; ++t) {
+    kept *= rho;
+    const double a = floor + (profile.initial_loss - floor) * kept;
+    const double b = wrong_label_share * (1 - kept);
+    across += (mean[t] - a) * b;
+    along += b * b;
+  }
+  if (!(along > 0)) return error("the runs' curve says nothing about the floor (no decay)");
+  return std::max(0.0, across / along);
 }
 
 Expected<JumpFit> fit_switch_jump(const std::vector<double>& before,

@@ -18,7 +18,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct DatasetFigures {
   double samples = 0;           // n_d
-  double effective = 0;         // q_d * n_d
+  double effective = 0;         // q_d * (1 - epsilon_d) * n_d
+  double wrong = 0;             // epsilon_d * n_d
   std::vector<double> staging;  // per pool: seconds to stage d there (0 when local)
 };
 
@@ -27,7 +28,8 @@ std::vector<DatasetFigures> dataset_figures(const Problem& problem) {
   for (std::size_t d = 0; d < out.size(); ++d) {
     const Dataset& ds = problem.datasets[d];
     out[d].samples = static_cast<double>(ds.samples);
-    out[d].effective = ds.quality * static_cast<double>(ds.samples);
+    out[d].effective = effective_samples(ds);
+    out[d].wrong = wrong_labels(ds);
     out[d].staging.resize(problem.pools.size());
     for (std::size_t k = 0; k < problem.pools.size(); ++k) {
       out[d].staging[k] = staging_seconds(problem, {d}, problem.pools[k]);
@@ -67,6 +69,32 @@ double knapsack(const std::vector<DatasetFigures>& figures, const SelectionClass
   return total;  // the class cannot reach e_low: callers keep e_low reachable
 }
 
+// The least share of wrong labels W / N over the class's selections, relaxed to fractional
+// choices of the free datasets (E's range ignored, which can only lower it): starting from the
+// datasets in the class, take the free ones in order of their own share while it is below the
+// share so far (the minimum of a weighted average). With no dataset in the class a selection
+// holds at least one free dataset, and its share is at least the least free one's.
+double least_wrong_share(const std::vector<DatasetFigures>& figures, const SelectionClass& cls) {
+  double samples = 0, wrong = 0;
+  std::vector<std::pair<double, std::size_t>> free;
+  for (std::size_t d = 0; d < figures.size(); ++d) {
+    if (cls.in[d]) {
+      samples += figures[d].samples;
+      wrong += figures[d].wrong;
+    } else if (!cls.out[d] && figures[d].samples > 0) {
+      free.emplace_back(figures[d].wrong / figures[d].samples, d);
+    }
+  }
+  std::sort(free.begin(), free.end());
+  if (samples <= 0) return free.empty() ? 0.0 : free.front().first;
+  for (const auto& [share, d] : free) {
+    if (share >= wrong / samples) break;
+    samples += figures[d].samples;
+    wrong += figures[d].wrong;
+  }
+  return wrong / samples;
+}
+
 }  // namespace
 
 namespace {
@@ -99,6 +127,7 @@ SelectionData class_data(const SearchContext& ctx, const std::vector<DatasetFigu
     *fraction_share = data.samples > 0 ? missing / data.samples : 0.0;
   }
   data.effective = cls.e_high;
+  data.wrong_share = least_wrong_share(figures, cls);
   data.staging_seconds.resize(problem.pools.size());
   for (std::size_t k = 0; k < problem.pools.size(); ++k) {
     for (std::size_t d = 0; d < figures.size(); ++d) cost[d] = figures[d].staging[k];
@@ -110,7 +139,8 @@ SelectionData class_data(const SearchContext& ctx, const std::vector<DatasetFigu
     VariantDynamics& dyn = data.dynamics[v];
     dyn.rho = std::pow(lp.decay_per_epoch, cls.e_high / lp.reference_samples);
     dyn.rho_below = std::pow(lp.decay_per_epoch, cls.e_low / lp.reference_samples);
-    dyn.floor = lp.floor_loss * std::pow(lp.reference_samples / cls.e_high, lp.data_exponent);
+    // The least floor: the most data and the least noise any selection of the class has.
+    dyn.floor = loss_floor(lp, cls.e_high, data.wrong_share);
     dyn.noise_variance = lp.noise_stddev * lp.noise_stddev;
   }
   fill_placements(ctx, data);
@@ -776,7 +806,25 @@ class Certifier {
     std::vector<SelectionClass> parts;
     const SelectionClass& cls = e.cls;
     const double width = cls.e_high / cls.e_low - 1;
-    if (std::max(width, e.fraction_share) < kFinest) return parts;
+    if (std::max(width, e.fraction_share) < kFinest) {
+      // E and N are as tight as they get; the floor may still take less label noise than any
+      // member has: split on the free dataset with the most wrong labels.
+      int noisy = kNone;
+      for (std::size_t d = 0; d < figures_.size(); ++d) {
+        if (cls.in[d] || cls.out[d] || !(figures_[d].wrong > 0)) continue;
+        if (noisy == kNone || figures_[d].wrong > figures_[static_cast<std::size_t>(noisy)].wrong) {
+          noisy = static_cast<int>(d);
+        }
+      }
+      if (noisy == kNone) return parts;
+      SelectionClass with = cls, without = cls;
+      with.in[static_cast<std::size_t>(noisy)] = true;
+      without.out[static_cast<std::size_t>(noisy)] = true;
+      for (SelectionClass* part : {&with, &without}) {
+        if (clip(*part)) parts.push_back(*part);
+      }
+      return parts;
+    }
     if (width > kClassWidth || e.fraction == kNone) {
       const double mid = std::sqrt(cls.e_low * cls.e_high);
       SelectionClass low = cls, high = cls;

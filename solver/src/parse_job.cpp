@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "depl/solver/evaluator.hpp"
 #include "depl/solver/limits.hpp"
 #include "depl/solver/parse.hpp"
 #include "field_reader.hpp"
@@ -94,13 +95,16 @@ void read_datasets(ObjectReader& spec, const SizeBounds& bounds, std::vector<Dat
     auto reader =
         read_object((*list)[i], item_path(spec.path_of("datasets"), i), spec.diagnostics());
     if (!reader) continue;
-    reader->allow_only({"name", "samples", "quality", "sizeBytes", "locality"}, {"source"});
+    reader->allow_only({"name", "samples", "quality", "labelNoise", "sizeBytes", "locality"},
+                       {"source"});
     Dataset dataset;
     dataset.name = reader->string("name", kRequired, false, bounds.name_length).value_or("");
     names.check(*reader, dataset.name);
     dataset.samples = reader->integer("samples", kRequired, Range::above(0)).value_or(0);
     dataset.quality = reader->number("quality", kOptional, Range::between(0, false, 1, true))
                           .value_or(dataset.quality);
+    dataset.label_noise =
+        reader->number("labelNoise", kOptional, Range::between(0, true, 1, false)).value_or(0);
     dataset.size_bytes = reader->quantity("sizeBytes", kOptional, Range::at_least(0)).value_or(0);
     dataset.locality =
         reader->string_list("locality", kOptional, bounds.locality, bounds.name_length)
@@ -113,7 +117,7 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
   auto reader = model.object("lossProfile", kRequired);
   if (!reader) return;
   reader->allow_only({"initialLoss", "floorLoss", "decayPerEpoch", "noiseStddev",
-                      "referenceSamples", "dataExponent"});
+                      "referenceSamples", "dataExponent", "labelNoiseFloor"});
   const auto initial = reader->number("initialLoss", kRequired, Range::above(0));
   const auto floor = reader->number("floorLoss", kRequired, Range::at_least(0));
   if (initial && floor && !(*floor < *initial)) {
@@ -130,6 +134,8 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
   loss.reference_samples = reader->number("referenceSamples", kOptional, Range::above(0))
                                .value_or(all_effective_samples);
   loss.data_exponent = reader->number("dataExponent", kOptional, Range::at_least(0)).value_or(0);
+  loss.label_noise_floor =
+      reader->number("labelNoiseFloor", kOptional, Range::at_least(0)).value_or(0);
 }
 
 // True when every listed model was read with its name (switches can then be checked against
@@ -289,7 +295,7 @@ void read_job(const json& object, const SizeBounds& bounds, Problem& problem,
   read_datasets(*spec, bounds, problem.datasets);
   double all_effective_samples = 0;
   for (const auto& dataset : problem.datasets) {
-    all_effective_samples += dataset.quality * static_cast<double>(dataset.samples);
+    all_effective_samples += effective_samples(dataset);
   }
   const bool models_complete = read_models(*spec, bounds, all_effective_samples, problem.models);
   read_switching(*spec, bounds, problem.models, models_complete, problem.switching);

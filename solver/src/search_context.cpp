@@ -62,6 +62,7 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
   data.datasets = std::move(datasets);
   data.samples = total_samples(problem, data.datasets);
   data.effective = effective_samples(problem, data.datasets);
+  data.wrong_share = wrong_label_share(problem, data.datasets);
   data.dynamics.resize(problem.models.size());
   for (std::size_t v = 0; v < problem.models.size(); ++v) {
     const LossProfile& lp = problem.models[v].loss;
@@ -69,7 +70,7 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
     VariantDynamics& d = data.dynamics[v];
     d.rho = std::pow(lp.decay_per_epoch, data.effective / lp.reference_samples);
     d.rho_below = d.rho;
-    d.floor = lp.floor_loss * std::pow(lp.reference_samples / data.effective, lp.data_exponent);
+    d.floor = loss_floor(lp, data.effective, data.wrong_share);
     d.noise_variance = lp.noise_stddev * lp.noise_stddev;
   }
   data.staging_seconds.resize(problem.pools.size());

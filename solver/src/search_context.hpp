@@ -72,6 +72,7 @@ struct SelectionData {
   std::vector<std::size_t> datasets;           // ascending
   double samples = 0;                          // N
   double effective = 0;                        // E
+  double wrong_share = 0;                      // W / N
   std::vector<VariantDynamics> dynamics;       // per model
   std::vector<double> staging_seconds;         // per pool
   std::vector<std::vector<Placement>> pareto;  // per model: the time/cost Pareto placements

@@ -88,6 +88,7 @@ std::vector<PhaseProcess> phase_processes(const Problem& problem, const Plan& pl
                                           const Figures& figures,
                                           const ModelVariant*& first_model) {
   const double effective = effective_samples(problem, plan.datasets);
+  const double wrong_share = wrong_label_share(problem, plan.datasets);
   std::vector<PhaseProcess> out;
   const ModelVariant* previous = nullptr;
   if (problem.start) {
@@ -113,7 +114,7 @@ std::vector<PhaseProcess> phase_processes(const Problem& problem, const Plan& pl
     }
     const LossProfile& lp = model.loss;
     pp.rho = std::pow(lp.decay_per_epoch, effective / lp.reference_samples);
-    pp.floor = lp.floor_loss * std::pow(lp.reference_samples / effective, lp.data_exponent);
+    pp.floor = loss_floor(lp, effective, wrong_share);
     pp.sigma = lp.noise_stddev;
     pp.epochs = phase.epochs;
     out.push_back(pp);

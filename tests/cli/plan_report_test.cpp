@@ -128,6 +128,22 @@ TEST(PlanTable, ShowsPhasesTotalsAndHumanUnits) {
   EXPECT_THAT(table, Not(HasSubstr("INFEASIBLE")));
 }
 
+// The data the loss model trains on: E (clean samples weighted by quality) and the share of
+// wrong labels, in the JSON and, when some labels are wrong, on the table's datasets line.
+TEST(PlanReport, StatesTheSelectionsCleanSamplesAndWrongLabels) {
+  solver::Problem p = small_problem();
+  const solver::SolveResult clean = result_for(p, two_phase_plan());
+  EXPECT_THAT(plan_to_table(p, clean), Not(HasSubstr("labels wrong")));
+  EXPECT_EQ(plan_to_json(p, clean).at("wrongLabelShare"), 0.0);
+  p.datasets[0].label_noise = 0.125;
+  const solver::SolveResult r = result_for(p, two_phase_plan());
+  const nlohmann::json j = plan_to_json(p, r);
+  EXPECT_DOUBLE_EQ(j.at("effectiveSamples").get<double>(), 10000 * 0.8 * 0.875);
+  EXPECT_DOUBLE_EQ(j.at("wrongLabelShare").get<double>(), 0.125);
+  EXPECT_THAT(plan_to_table(p, r),
+              HasSubstr("(10,000 samples per epoch, 12.5% of the labels wrong)"));
+}
+
 // A phase on spot capacity: the pool says spot, the epoch shows its expectation with rework,
 // and the totals the expected interruptions and P(on time) against the deadline.
 TEST(PlanTable, SpotPhaseShowsInterruptionsAndTheChanceOfBeingOnTime) {

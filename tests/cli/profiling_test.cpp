@@ -104,6 +104,8 @@ TEST(ProfileRequestCheck, EveryProblemIsNamed) {
   r.runs = 0;
   r.epochs = 2;
   r.samples = 70000;
+  r.noisy_samples = -1;
+  r.noisy_label_share = 1;
   r.switches = {{"tiny", "full", 2}};
   auto ok = validate_profile_request(r);
   ASSERT_FALSE(ok);
@@ -114,6 +116,8 @@ TEST(ProfileRequestCheck, EveryProblemIsNamed) {
   EXPECT_THAT(m, HasSubstr("--epochs"));
   EXPECT_THAT(m, HasSubstr("--samples"));
   EXPECT_THAT(m, HasSubstr("--switch tiny:full@2"));
+  EXPECT_THAT(m, HasSubstr("--noisy-samples"));
+  EXPECT_THAT(m, HasSubstr("--noisy-label-share: must be in (0, 1), got 1"));
   EXPECT_TRUE(validate_profile_request(ProfileRequest{}));
 }
 
@@ -146,6 +150,36 @@ TEST(ProfileReport, DataExponentComesFromTheTwoFloors) {
   EXPECT_EQ(v.fit.profile.data_exponent, 0);
   const std::string yaml = profile_to_yaml(hand_built_result(), "kubectl-depl profile");
   EXPECT_THAT(yaml, HasSubstr("dataExponent is 0"));
+}
+
+// labelNoiseFloor from runs with a noisy shard: 500 clean samples plus 500 with 30% wrong
+// labels (150 of 1,000: W / N = 0.15, E = 850). Runs drawn from the model with beta 0.9 give
+// it back, and the YAML states it with the runs' final loss.
+TEST(ProfileReport, LabelNoiseFloorComesFromTheNoisyRuns) {
+  ProfileResult r = hand_built_result();
+  r.request.noisy_samples = 500;
+  VariantProfile& v = r.variants[0];
+  solver::ModelVariant noisy;
+  noisy.loss = v.fit.profile;
+  noisy.loss.label_noise_floor = 0.9;
+  std::vector<double> run;
+  solver::LossState s{v.fit.profile.initial_loss, 0};
+  for (int t = 0; t < 4; ++t) {
+    s = solver::epoch_step(noisy, 850, 0.15, s);
+    run.push_back(s.mean);
+  }
+  set_label_noise_floor(v, 500, 500, 0.3, {run, run});
+  EXPECT_DOUBLE_EQ(v.noisy_share, 0.15);
+  EXPECT_NEAR(v.fit.profile.label_noise_floor, 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(v.noisy_final_loss, run.back());
+  const std::string yaml = profile_to_yaml(r, "kubectl-depl profile --noisy-samples 500");
+  EXPECT_THAT(yaml, HasSubstr("with 15.0% of the labels wrong"));
+  auto doc = yaml_to_json(yaml);
+  ASSERT_TRUE(doc) << doc.error().message;
+  auto problem = solver::parse_job_json(job_with(*doc, 500));
+  ASSERT_TRUE(problem) << problem.error().joined();
+  EXPECT_NEAR(problem->models[0].loss.label_noise_floor, 0.9, 1e-5);
+  EXPECT_EQ(problem->models[1].loss.label_noise_floor, 0);
 }
 
 TEST(ProfileReport, FittedCurveIsTheModelsEpochStep) {
@@ -196,6 +230,17 @@ TEST(ProfileRuns, EveryRunIsNamedAndSwitchesHaveTwoSteps) {
   ASSERT_EQ(runs[9].steps.size(), 2u);
   EXPECT_TRUE(runs[9].uses_checkpoint());
   EXPECT_FALSE(runs[0].uses_checkpoint());
+  r.noisy_samples = 1000;
+  r.noisy_label_share = 0.25;
+  const auto noisy = profile_runs(r);
+  ASSERT_EQ(noisy.size(), 14u);  // and 2 variants x 2 runs with the noisy shard
+  EXPECT_EQ(noisy[9].name, "full-n2000-noisy1000-s2");
+  EXPECT_EQ(noisy[9].label, "full run 2/2 with 1000 noisy samples");
+  const auto noisy_args = worker_arguments(noisy[9], 0, "");
+  EXPECT_THAT(noisy_args,
+              ::testing::Contains(R"({"shards":[{"name":"profile","samples":2000},)"
+                                  R"({"labelNoise":0.25,"name":"noisy","samples":1000}]})"));
+  EXPECT_THAT(noisy_args, ::testing::Contains("profile,noisy"));
   const auto args = worker_arguments(runs[9], 1, "/ckpt/x");
   EXPECT_THAT(args, ::testing::ElementsAre("--data-dir", r.data_dir, "--model", "full", "--epochs",
                                            "0", "--start-epoch", "4", "--shards",
@@ -276,15 +321,17 @@ TEST_F(ProfileReferenceWorker, TinyRunFitsProfilesThatReadBackIntoAJob) {
   r.validation_samples = 1000;
   r.switches = {{"quarter", "eighth", 2}};
   r.exponent_samples = 600;
+  r.noisy_samples = 300;
   r.work_dir = work_.string();
   std::vector<std::string> seen;
   auto result = run_profile(r, [&](int done, int total, const std::string& what) {
-    EXPECT_EQ(total, 10);  // 2 variants x 2 data sizes x 2 runs, 1 switch x 2 runs
+    EXPECT_EQ(total, 14);  // 2 variants x 3 data sets x 2 runs, 1 switch x 2 runs
     EXPECT_EQ(done, static_cast<int>(seen.size()) + 1);
     seen.push_back(what);
   });
   ASSERT_TRUE(result) << result.error().message;
-  ASSERT_EQ(seen.size(), 10u);
+  ASSERT_EQ(seen.size(), 14u);
+  EXPECT_EQ(seen[8], "quarter run 1/2 with 300 noisy samples");
   EXPECT_EQ(seen.front(), "quarter run 1/2");
   EXPECT_EQ(seen[4], "quarter run 1/2 on 600 samples");
   EXPECT_EQ(seen.back(), "switch quarter:eighth@2 run 2/2");
@@ -304,6 +351,9 @@ TEST_F(ProfileReferenceWorker, TinyRunFitsProfilesThatReadBackIntoAJob) {
     EXPECT_GE(v.exponent_floor, 0);  // 3 epochs on a few hundred samples may fit floor 0
     EXPECT_GE(p.data_exponent, 0);
     EXPECT_TRUE(std::isfinite(p.data_exponent));
+    EXPECT_DOUBLE_EQ(v.noisy_share, 90.0 / 600.0);  // round(0.3 x 300) wrong of 600
+    EXPECT_GE(p.label_noise_floor, 0);
+    EXPECT_TRUE(std::isfinite(p.label_noise_floor));
   }
   // A smaller variant has fewer parameters and less compute per sample.
   EXPECT_LT(result->variants[1].parameter_bytes, result->variants[0].parameter_bytes);

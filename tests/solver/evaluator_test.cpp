@@ -49,6 +49,33 @@ TEST(Evaluator, OnePhaseByHand) {
   EXPECT_TRUE(f.feasible);
 }
 
+// Wrong labels (docs/depl-model.md section 2): E counts the clean samples only and the floor
+// rises by beta_v times the share of wrong labels in the selection.
+TEST(Evaluator, WrongLabelsCountNoSamplesAndRaiseTheFloor) {
+  Problem p = hand_problem();
+  p.datasets.front().quality = 1.0;
+  p.datasets.front().label_noise = 0.2;  // 2,000 of 10,000 labels wrong: E = 8000 = N_ref
+  p.models[0].loss.label_noise_floor = 0.5;
+  const Plan plan{{0}, {{0, 3, 0, 2}}};
+  const Figures f = evaluate(p, plan);
+  // rho = 0.5, floor = 0.2 + 0.5 * 0.2 = 0.3: m 2.0 -> 1.15 -> 0.725 -> 0.5125.
+  EXPECT_NEAR(f.loss_mean, 0.5125, 1e-15);
+  EXPECT_NEAR(f.loss_stddev, std::sqrt(1.3125e-4), 1e-15);
+  EXPECT_FALSE(f.meets_guarantee);
+  const auto trajectory = loss_trajectory(p, plan);
+  ASSERT_EQ(trajectory.size(), 4u);
+  EXPECT_NEAR(trajectory[1].mean, 1.15, 1e-15);
+  EXPECT_NEAR(trajectory.back().mean, f.loss_mean, 1e-15);
+  // The time is the samples' (N), not E's: wrong labels cost compute all the same.
+  EXPECT_NEAR(f.phases[0].epoch_seconds, 10.4, 1e-12);
+  // A clean dataset joining the selection dilutes the wrong labels: W / N = 2000 / 15000.
+  p.datasets.push_back({"clean", 5000, 1.0, 0, {}});
+  EXPECT_DOUBLE_EQ(wrong_label_share(p, {0, 1}), 2000.0 / 15000.0);
+  EXPECT_DOUBLE_EQ(effective_samples(p, {0, 1}), 13000.0);
+  EXPECT_DOUBLE_EQ(loss_floor(p.models[0].loss, 8000, 2000.0 / 15000.0),
+                   0.2 + 0.5 * 2000.0 / 15000.0);
+}
+
 TEST(Evaluator, SwitchAddsJumpOverheadAndStaging) {
   Problem p = hand_problem();
   Plan plan{{0}, {{1, 2, 1, 1}, {0, 2, 0, 1}}};

@@ -1,5 +1,7 @@
 #include "depl/solver/fit.hpp"
 
+#include "depl/solver/evaluator.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -75,6 +77,52 @@ TEST_P(RecoversAKnownProfile, FloorDecayAndNoiseFromTwentyRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RecoversAKnownProfile, ::testing::Values(1u, 2u, 3u, 42u, 2024u));
+
+// labelNoiseFloor: runs drawn from the model on 9,400 clean samples with 6% of the labels wrong
+// (8,000 clean plus 2,000 with 30% wrong) give back the beta they were drawn with.
+TEST(FitLabelNoiseFloor, RecoversTheBetaTheRunsWereDrawnWith) {
+  LossProfile clean = profile(0.8, 0.4, 0.5, 0.0);
+  clean.reference_samples = 8000;
+  clean.data_exponent = 0.15;
+  for (double beta : {0.0, 0.4, 1.1}) {
+    ModelVariant noisy;
+    noisy.loss = clean;
+    noisy.loss.label_noise_floor = beta;
+    std::vector<double> run;
+    LossState s{clean.initial_loss, 0};
+    for (int t = 0; t < 8; ++t) {
+      s = epoch_step(noisy, 9400, 0.06, s);
+      run.push_back(s.mean);
+    }
+    auto fit = fit_label_noise_floor(clean, 9400, 0.06, {run, run});
+    ASSERT_TRUE(fit.has_value()) << fit.error().message;
+    EXPECT_NEAR(*fit, beta, 1e-9);
+  }
+  // With noise: the mean curve's error is correlated across epochs (sd about 0.02 / 0.87 /
+  // sqrt(K)), and beta's is that over the share 0.06: 0.027 with 200 runs, so 0.1 is 3.7 sd.
+  LossProfile truth = clean;
+  truth.noise_stddev = 0.02;
+  truth.floor_loss = loss_floor(clean, 9400, 0) + 1.1 * 0.06;
+  truth.decay_per_epoch = std::pow(clean.decay_per_epoch, 9400.0 / 8000.0);
+  auto fit = fit_label_noise_floor(clean, 9400, 0.06, synthetic_runs(truth, 200, 8, 5));
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(*fit, 1.1, 0.1);
+  // A curve below the clean model's gives no negative beta.
+  std::vector<double> low(8, 0.3);
+  EXPECT_EQ(*fit_label_noise_floor(clean, 9400, 0.06, {low}), 0.0);
+}
+
+TEST(FitLabelNoiseFloor, BadInputIsNamed) {
+  LossProfile p = profile(0.8, 0.4, 0.5, 0.0);
+  p.reference_samples = 8000;
+  EXPECT_THAT(fit_label_noise_floor(p, 9400, 0, {{0.5, 0.4, 0.4}}).error().message,
+              HasSubstr("share of wrong labels"));
+  EXPECT_THAT(fit_label_noise_floor(p, 9400, 0.1, {{0.5, 0.4}, {0.5}}).error().message,
+              HasSubstr("run 1 has 1 epochs"));
+  EXPECT_THAT(fit_label_noise_floor(p, 9400, 0.1, {}).error().message, HasSubstr("no noisy runs"));
+  EXPECT_THAT(fit_label_noise_floor(p, 9400, 0.1, {{0.5, std::nan("")}}).error().message,
+              HasSubstr("run 0 epoch 2"));
+}
 
 TEST(FitLossProfile, NoiselessCurveIsRecoveredExactly) {
   const LossProfile truth = profile(3.0, 0.4, 0.9, 0.0);

@@ -124,6 +124,8 @@ spec:
   EXPECT_DOUBLE_EQ(job->target.probability, 0.9);
   EXPECT_EQ(job->target.guarantee, Guarantee::Gaussian);
   EXPECT_DOUBLE_EQ(job->datasets[0].quality, 1);
+  EXPECT_DOUBLE_EQ(job->datasets[0].label_noise, 0);
+  EXPECT_DOUBLE_EQ(job->models[0].loss.label_noise_floor, 0);
   EXPECT_DOUBLE_EQ(job->datasets[0].size_bytes, 0);
   EXPECT_TRUE(job->datasets[0].locality.empty());
   EXPECT_EQ(job->models[0].gpus_per_worker, 1);
@@ -153,6 +155,23 @@ TEST(ParseJob, ExplicitValuesOverrideDefaults) {
   EXPECT_DOUBLE_EQ(parsed->models[0].loss.reference_samples, 1e5);
   EXPECT_EQ(parsed->training.min_workers, 2);
   EXPECT_EQ(parsed->training.max_workers, 4);
+}
+
+// A dataset's wrong labels count no effective samples: referenceSamples defaults to E over
+// all datasets, q (1 - labelNoise) n summed.
+TEST(ParseJob, LabelNoiseAndItsFloorAreRead) {
+  json job = quickstart_job();
+  job["spec"]["datasets"][1]["labelNoise"] = 0.25;
+  job["spec"]["models"][0]["lossProfile"]["labelNoiseFloor"] = 1.2;
+  job["spec"]["models"][0]["lossProfile"].erase("referenceSamples");
+  auto parsed = parse_job_json(job);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().joined();
+  EXPECT_DOUBLE_EQ(parsed->datasets[1].label_noise, 0.25);
+  EXPECT_DOUBLE_EQ(parsed->datasets[0].label_noise, 0);
+  EXPECT_DOUBLE_EQ(parsed->models[0].loss.label_noise_floor, 1.2);
+  EXPECT_DOUBLE_EQ(parsed->models[1].loss.label_noise_floor, 0);
+  EXPECT_DOUBLE_EQ(parsed->models[0].loss.reference_samples,
+                   200000 + 0.6 * 0.75 * 150000 + 0.9 * 100000);
 }
 
 TEST(ParseJob, QuantityStringsAndPlainNumbersAreBothAccepted) {
@@ -324,6 +343,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "spec.models[0].lossProfile.referenceSamples: must be > 0, got 0"},
         RuleCase{"DataExponent", "/spec/models/0/lossProfile/dataExponent", json(-1),
                  "spec.models[0].lossProfile.dataExponent: must be >= 0, got -1"},
+        RuleCase{"LabelNoiseFloor", "/spec/models/1/lossProfile/labelNoiseFloor", json(-0.5),
+                 "spec.models[1].lossProfile.labelNoiseFloor: must be >= 0, got -0.5"},
+        RuleCase{"LabelNoiseOne", "/spec/datasets/1/labelNoise", json(1),
+                 "spec.datasets[1].labelNoise: must be in [0,1), got 1"},
+        RuleCase{"LabelNoiseNegative", "/spec/datasets/0/labelNoise", json(-0.1),
+                 "spec.datasets[0].labelNoise: must be in [0,1), got -0.1"},
+        RuleCase{"LabelNoiseString", "/spec/datasets/0/labelNoise", json("high"),
+                 "spec.datasets[0].labelNoise: must be a number, got \"high\""},
         RuleCase{"SwitchingShape", "/spec/switching", json(1),
                  "spec.switching: must be a list, got 1"},
         RuleCase{"SwitchFromUnknown", "/spec/switching/0/from", json("smal"),

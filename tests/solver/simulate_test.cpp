@@ -160,6 +160,28 @@ TEST(Simulate, ZeroNoiseIsDeterministicAndFollowsTheMean) {
   EXPECT_DOUBLE_EQ(r.predicted_probability, 0.0);
 }
 
+// The noise floor (section 5 draws the evaluator's update): without noise a run on a selection
+// with wrong labels ends exactly at the evaluator's mean, which the wrong labels raise.
+TEST(Simulate, WrongLabelsRaiseTheSimulatedFloorAsTheEvaluatorsDoes) {
+  Problem p = base_problem();
+  for (auto& m : p.models) {
+    m.loss.noise_stddev = 0;
+    m.loss.label_noise_floor = 0.8;
+  }
+  p.switching[0].jump_stddev = 0;
+  p.datasets[1].label_noise = 0.4;
+  const Plan plan{{0, 1}, {{1, 4, 1, 1}, {0, 6, 0, 1}}};
+  const Figures f = evaluate(p, plan);
+  Problem clean = p;
+  clean.datasets[1].label_noise = 0;
+  for (auto& m : clean.models) m.loss.label_noise_floor = 0;
+  ASSERT_GT(f.loss_mean, evaluate(clean, plan).loss_mean + 0.05);
+  p.target.loss = f.loss_mean + 1e-9;
+  const SimulationResult r = simulate(p, plan, {200, 3, Noise::Gaussian});
+  EXPECT_NEAR(r.mean_final_loss, f.loss_mean, 1e-12);
+  EXPECT_EQ(r.reached, 200);
+}
+
 // Student t(3) scaled to the same variance: the spread of the final loss matches the evaluator's
 // variance, the tails are heavier, and the distribution-free (Cantelli) guarantee still holds.
 TEST(Simulate, StudentTKeepsVarianceAndCantelliBoundHolds) {

@@ -236,6 +236,49 @@ TEST(Exp, ReachesTheMeanButNotTheProbability) {
   EXPECT_LT(total / n, 0.8);
 }
 
+// A clean dataset and a noisy one (30% of its labels wrong): the noisy one adds 1,400 clean
+// samples (a lower floor through dataExponent, a faster decay) and 6% wrong labels to the
+// selection (beta_v x 0.06 on the floor). DepL drops it when that costs more than the data
+// gain, and takes it when the target is below what the clean data alone can reach.
+Problem noisy_selection(double beta, double target) {
+  Problem p;
+  p.target.loss = target;
+  p.target.probability = 0.9;
+  p.datasets.push_back({"clean", 8000, 1.0, 0, {}});
+  p.datasets.push_back({"noisy", 2000, 1.0, 0, {}, 0.3});
+  ModelVariant m{"net", "img/net", 1.0, 1e6, 1, {}};
+  m.loss = {1.0, 0.4, 0.5, 0.01, 8000, 0.5, beta};
+  p.models = {m};
+  p.training.max_epochs = 40;
+  p.training.max_workers = 1;
+  p.pools.push_back(Pool{"pool", "GPU", 1, 1000, 3.6, 1e9, 1e9, 0, {}, 0, 0});
+  return p;
+}
+
+TEST(DepL, NoisyDatasetDroppedWhenItsFloorCostsMoreThanItsData) {
+  // Floor on both: 0.4 (8000 / 9400)^0.5 + 1.5 x 0.06 = 0.459 > 0.44; on the clean one 0.4.
+  const Problem p = noisy_selection(1.5, 0.44);
+  const SolveResult r = run(p, Algorithm::DepL);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_EQ(r.plan.datasets, std::vector<std::size_t>{0});
+  EXPECT_LE(r.certificate.lower_bound, r.figures.cost * (1 + 1e-9));
+  const SolveResult opt = run(p, Algorithm::Opt);
+  ASSERT_TRUE(opt.feasible);
+  EXPECT_NEAR(r.figures.cost, opt.figures.cost, 1e-9 * opt.figures.cost);
+  // FULL trains on every dataset: the noisy one's floor keeps it from the target.
+  EXPECT_FALSE(run(p, Algorithm::Full).feasible);
+}
+
+TEST(DepL, NoisyDatasetKeptWhenItsDataHelpMore) {
+  // Floor on both: 0.369 + 0.1 x 0.06 = 0.375 < 0.40 = the clean dataset's floor alone.
+  const Problem p = noisy_selection(0.1, 0.40);
+  const SolveResult r = run(p, Algorithm::DepL);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_EQ(r.plan.datasets, (std::vector<std::size_t>{0, 1}));
+  EXPECT_GT(r.figures.loss_mean, 0.375);
+  EXPECT_LE(r.certificate.lower_bound, r.figures.cost * (1 + 1e-9));
+}
+
 TEST(Full, OnePhaseOfTheLargestVariantOnAllData) {
   for (int seed = 1; seed <= 15; ++seed) {
     const Problem p = testing::small_instance(static_cast<std::uint64_t>(seed));

@@ -177,9 +177,11 @@ int main(int argc, char** argv) {
   const double sigma = number(profile, "noiseStddev", 0.0);
   const double reference = number(profile, "referenceSamples", 1.0);
   const double alpha = number(profile, "dataExponent", 0.0);
+  const double beta = number(profile, "labelNoiseFloor", 0.0);
   const double effective = number(profile, "effectiveSamples", reference);
+  const double wrong_share = number(profile, "wrongLabelShare", 0.0);
   const double rho = std::pow(decay, effective / reference);
-  const double floor = floor0 * std::pow(reference / effective, alpha);
+  const double floor = floor0 * std::pow(reference / effective, alpha) + beta * wrong_share;
 
   if (seed == 0) {
     seed = std::hash<std::string>{}(fmt::format("{}/{}/{}/{}", job, phase, rank, start_epoch));

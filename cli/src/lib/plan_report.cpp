@@ -55,6 +55,11 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
     if (d < problem.datasets.size()) datasets.push_back(problem.datasets[d].name);
   }
   out["datasets"] = datasets;
+  if (can_walk) {
+    // E (clean samples weighted by quality) and W / N, what the loss model trains on.
+    out["effectiveSamples"] = solver::effective_samples(problem, result.plan.datasets);
+    out["wrongLabelShare"] = solver::wrong_label_share(problem, result.plan.datasets);
+  }
 
   json phases = json::array();
   if (can_walk) {
@@ -177,8 +182,11 @@ std::string plan_to_table(const Problem& problem, const SolveResult& result) {
       samples += static_cast<double>(problem.datasets[d].samples);
     }
     if (!feasible) out += "\nClosest plan found (it breaks the constraints listed below):\n";
-    out += fmt::format("Datasets: {} ({} samples per epoch)\n\n", names,
-                       format_count(static_cast<std::int64_t>(samples)));
+    const double wrong = solver::wrong_label_share(problem, result.plan.datasets);
+    out += fmt::format(
+        "Datasets: {} ({} samples per epoch{})\n\n", names,
+        format_count(static_cast<std::int64_t>(samples)),
+        wrong > 0 ? fmt::format(", {:.1f}% of the labels wrong", 100 * wrong) : std::string());
 
     TextTable table(
         {"#", "MODEL", "POOL", "WORKERS", "EPOCHS", "EPOCH TIME", "TIME", "COST", "LOSS AFTER"});

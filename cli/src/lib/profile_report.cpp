@@ -35,7 +35,7 @@ std::vector<solver::LossPoint> fitted_curve(const VariantProfile& variant, int e
   solver::LossState state{model.loss.initial_loss, 0};
   out.push_back({0, 0, state.mean, state.variance});
   for (int e = 1; e <= epochs; ++e) {
-    state = solver::epoch_step(model, model.loss.reference_samples, state);
+    state = solver::epoch_step(model, model.loss.reference_samples, 0.0, state);
     out.push_back({e, 0, state.mean, state.variance});
   }
   return out;
@@ -59,6 +59,12 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
                         r.samples)
           : std::string("dataExponent is 0 (one data size says\n# nothing about it; see "
                         "--exponent-samples)."));
+  if (r.noisy_samples > 0) {
+    out += fmt::format(
+        "# labelNoiseFloor from {} run(s) on the same data plus {} samples with {} of their\n# "
+        "labels wrong: the model's curve fitted to theirs (clean samples E, wrong share W / N).\n",
+        r.runs, r.noisy_samples, number(r.noisy_label_share));
+  }
   out += "models:\n";
   for (const auto& v : result.variants) {
     const solver::LossProfile& p = v.fit.profile;
@@ -71,6 +77,11 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
       out += fmt::format("  # {}: floor {:.4f} on {} samples, {:.4f} on {}\n", v.name, p.floor_loss,
                          r.samples, v.exponent_floor, v.exponent_samples);
     }
+    if (v.noisy_share > 0) {
+      out += fmt::format(
+          "  # {}: {:.4f} after {} epochs with {:.1f}% of the labels wrong ({} noisy samples)\n",
+          v.name, v.noisy_final_loss, r.epochs, 100 * v.noisy_share, r.noisy_samples);
+    }
     out += fmt::format("  - name: {}\n", v.name);
     out += fmt::format("    image: {}\n", r.image);
     out += fmt::format("    computePerSampleGflop: {}\n", rounded(v.compute_per_sample_gflop));
@@ -82,6 +93,9 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
     out += fmt::format("      noiseStddev: {}\n", rounded(p.noise_stddev));
     out += fmt::format("      referenceSamples: {}\n", number(p.reference_samples));
     out += fmt::format("      dataExponent: {}\n", rounded(p.data_exponent));
+    if (v.noisy_share > 0) {
+      out += fmt::format("      labelNoiseFloor: {}\n", rounded(p.label_noise_floor));
+    }
   }
   if (!result.switches.empty()) {
     out += "switching:\n";

@@ -8,6 +8,7 @@ namespace depl::cli {
 
 namespace {
 constexpr const char* kShardName = "profile";
+constexpr const char* kNoisyShardName = "noisy";
 }  // namespace
 
 bool ProfileRun::uses_checkpoint() const {
@@ -22,14 +23,21 @@ std::vector<std::string> worker_arguments(const ProfileRun& run, std::size_t ste
   const WorkerStep& s = run.steps.at(step);
   // The shard layout travels inline (the worker takes a shards file's JSON text), so a pod
   // needs no file mounted for it.
-  const std::string shards =
-      nlohmann::json{{"shards", {{{"name", kShardName}, {"samples", run.samples}}}}}.dump();
+  nlohmann::json layout = nlohmann::json::array({{{"name", kShardName}, {"samples", run.samples}}});
+  std::string datasets = kShardName;
+  if (run.noisy_samples > 0) {
+    layout.push_back({{"name", kNoisyShardName},
+                      {"samples", run.noisy_samples},
+                      {"labelNoise", run.label_noise}});
+    datasets += std::string(",") + kNoisyShardName;
+  }
+  const std::string shards = nlohmann::json{{"shards", layout}}.dump();
   std::vector<std::string> args = {"--data-dir",     run.data_dir,
                                    "--model",        s.variant,
                                    "--epochs",       std::to_string(s.epochs),
                                    "--start-epoch",  std::to_string(s.start_epoch),
                                    "--shards",       shards,
-                                   "--datasets",     kShardName,
+                                   "--datasets",     datasets,
                                    "--seed",         std::to_string(run.seed),
                                    "--test-samples", std::to_string(run.validation_samples)};
   if (s.eval_initial) args.emplace_back("--eval-initial");

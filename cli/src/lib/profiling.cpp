@@ -55,6 +55,35 @@ ProfileRun variant_run(const ProfileRequest& r, const std::string& name, int sam
   return run;
 }
 
+// A run on the clean shard plus the noisy one, for labelNoiseFloor.
+ProfileRun noisy_run(const ProfileRequest& r, const std::string& name, int k) {
+  ProfileRun run = variant_run(r, name, r.samples, k);
+  run.name = fmt::format("{}-n{}-noisy{}-s{}", name, r.samples, r.noisy_samples, run.seed);
+  run.label =
+      fmt::format("{} run {}/{} with {} noisy samples", name, k + 1, r.runs, r.noisy_samples);
+  run.noisy_samples = r.noisy_samples;
+  run.label_noise = r.noisy_label_share;
+  return run;
+}
+
+// The losses after epochs 1..E of K runs of one training step each.
+Expected<std::vector<std::vector<double>>> run_losses(const ProfileRequest& r,
+                                                      const std::vector<ProfileRun>& runs,
+                                                      const std::vector<RunOutput>& outputs) {
+  std::vector<std::vector<double>> out;
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const StepOutput& lines = outputs[k].at(0);
+    if (lines.size() != static_cast<std::size_t>(r.epochs) + 1) {
+      return error(fmt::format("{}: the worker reported {} epochs, expected {}", runs[k].label,
+                               static_cast<int>(lines.size()) - 1, r.epochs));
+    }
+    std::vector<double> losses;
+    for (std::size_t t = 1; t < lines.size(); ++t) losses.push_back(lines[t].loss);
+    out.push_back(std::move(losses));
+  }
+  return out;
+}
+
 ProfileRun switch_run(const ProfileRequest& r, std::size_t index, int k) {
   const SwitchPoint& point = r.switches[index];
   ProfileRun run;
@@ -181,6 +210,23 @@ void set_data_exponent(VariantProfile& variant, int samples, int other_samples,
   variant.fit.profile.data_exponent = std::isfinite(alpha) ? std::max(0.0, alpha) : 0.0;
 }
 
+void set_label_noise_floor(VariantProfile& variant, int samples, int noisy_samples,
+                           double label_share, const std::vector<std::vector<double>>& runs) {
+  // The worker makes exactly round(q n) of the noisy shard's labels wrong.
+  const double wrong = std::round(label_share * noisy_samples);
+  const double total = static_cast<double>(samples) + noisy_samples;
+  const double clean = total - wrong;
+  variant.noisy_share = wrong / total;
+  variant.noisy_final_loss = 0;
+  for (const auto& run : runs) {
+    if (!run.empty()) variant.noisy_final_loss += run.back() / static_cast<double>(runs.size());
+  }
+  // A profile fitted on `samples` clean samples: its referenceSamples is `samples`.
+  const auto beta =
+      solver::fit_label_noise_floor(variant.fit.profile, clean, variant.noisy_share, runs);
+  variant.fit.profile.label_noise_floor = beta ? *beta : 0.0;
+}
+
 Expected<SwitchPoint> parse_switch_point(std::string_view text) {
   const auto colon = text.find(':');
   const auto at = text.find('@');
@@ -239,6 +285,18 @@ Expected<void> validate_profile_request(const ProfileRequest& r) {
                     "--samples ({}), got {}",
                     worker::kFashionMnistTrainImages, r.samples, r.exponent_samples));
   }
+  if (r.noisy_samples != 0 &&
+      (r.noisy_samples < 1 || r.samples + r.noisy_samples > worker::kFashionMnistTrainImages)) {
+    problems.push_back(
+        fmt::format("--noisy-samples: must be in [1, {}] (--samples and the noisy "
+                    "shard together at most {}), got {}",
+                    worker::kFashionMnistTrainImages - r.samples, worker::kFashionMnistTrainImages,
+                    r.noisy_samples));
+  }
+  if (!(r.noisy_label_share > 0 && r.noisy_label_share < 1)) {
+    problems.push_back(
+        fmt::format("--noisy-label-share: must be in (0, 1), got {}", r.noisy_label_share));
+  }
   if (r.validation_samples < 1 || r.validation_samples > 10000) {
     problems.push_back(
         fmt::format("--validation-samples: must be in [1, 10000], got {}", r.validation_samples));
@@ -266,6 +324,11 @@ std::vector<ProfileRun> profile_runs(const ProfileRequest& request) {
   for (int samples : sizes) {
     for (const auto& name : request.variants) {
       for (int k = 0; k < request.runs; ++k) runs.push_back(variant_run(request, name, samples, k));
+    }
+  }
+  if (request.noisy_samples > 0) {
+    for (const auto& name : request.variants) {
+      for (int k = 0; k < request.runs; ++k) runs.push_back(noisy_run(request, name, k));
     }
   }
   for (std::size_t i = 0; i < request.switches.size(); ++i) {
@@ -311,6 +374,15 @@ Expected<ProfileResult> run_profile(const ProfileRequest& request, ProfileRunExe
       if (!other) return unexpected(other.error());
       set_data_exponent(v, request.samples, request.exponent_samples,
                         other->fit.profile.floor_loss);
+    }
+  }
+  if (request.noisy_samples > 0) {
+    for (VariantProfile& v : result.variants) {
+      auto [group_runs, group_outputs] = next_group();
+      auto losses = run_losses(request, group_runs, group_outputs);
+      if (!losses) return unexpected(losses.error());
+      set_label_noise_floor(v, request.samples, request.noisy_samples, request.noisy_label_share,
+                            *losses);
     }
   }
   for (const SwitchPoint& point : request.switches) {

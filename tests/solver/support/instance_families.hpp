@@ -228,7 +228,7 @@ inline FullAlone full_alone(const solver::Problem& p) {
   const double e = effective_samples(p, all);
   LossState s{p.models[0].loss.initial_loss, 0.0};
   for (int t = 1; t <= p.training.max_epochs; ++t) {
-    s = epoch_step(p.models[0], e, s);
+    s = epoch_step(p.models[0], e, 0.0, s);
     if (meets_guarantee(p.target, s.mean, s.variance)) {
       out.epochs = t;
       break;

@@ -36,6 +36,10 @@ struct ProfileRun {
   std::string label;  // progress text: "full run 1/3", "switch eighth:full@4 run 2/3"
   std::uint64_t seed = 1;
   int samples = 0;  // the run trains on one clean shard "profile" of this many samples
+  // and, when noisy_samples > 0, on a shard "noisy" of that many samples after it, a share
+  // label_noise of whose labels are wrong (docs/worker-contract.md section 5).
+  int noisy_samples = 0;
+  double label_noise = 0;
   int validation_samples = 10000;
   std::string data_dir;  // where the worker finds Fashion-MNIST (inside the pod, in a cluster)
   std::vector<WorkerStep> steps;

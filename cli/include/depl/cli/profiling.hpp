@@ -35,6 +35,11 @@ struct ProfileRequest {
   // Also profile every variant at this many samples per epoch and fit dataExponent from the two
   // floors (0: don't; dataExponent is then 0).
   int exponent_samples = 0;
+  // Also profile every variant on `samples` clean samples plus a shard of this many samples
+  // with a share `noisy_label_share` of wrong labels, and fit labelNoiseFloor from that curve
+  // (0: don't; labelNoiseFloor is then 0).
+  int noisy_samples = 0;
+  double noisy_label_share = 0.3;
   int validation_samples = 10000;  // the validation loss is over the first N test images
   std::uint64_t seed = 1;
   std::vector<SwitchPoint> switches;
@@ -67,11 +72,19 @@ struct VariantProfile {
   solver::ProfileFit fit;
   int exponent_samples = 0;   // the second data size, 0 when not measured
   double exponent_floor = 0;  // the floor fitted there
+  // label_noise_floor: from the runs with a noisy shard when measured (noisy_share > 0), else 0.
+  double noisy_share = 0;       // W / N of those runs, 0 when not measured
+  double noisy_final_loss = 0;  // their mean loss after the last epoch
 };
 
 // The model's floor is f * (N_ref / E)^alpha: with floor f at `samples` and `other_floor` at
 // `other_samples`, alpha = ln(f / other_floor) / ln(other_samples / samples), at least 0.
 void set_data_exponent(VariantProfile& variant, int samples, int other_samples, double other_floor);
+
+// labelNoiseFloor from K runs on `samples` clean samples plus `noisy_samples` with a share
+// `label_share` of wrong labels (solver::fit_label_noise_floor; 0 when it cannot be fitted).
+void set_label_noise_floor(VariantProfile& variant, int samples, int noisy_samples,
+                           double label_share, const std::vector<std::vector<double>>& runs);
 
 struct SwitchProfile {
   SwitchPoint point;
@@ -90,7 +103,8 @@ struct ProfileResult {
 using ProfileProgress = std::function<void(int done, int total, const std::string& what)>;
 
 // Every run a (valid) request makes, in order: K runs per variant, then per variant at
-// exponent_samples, then K runs per switch (two steps each: train FROM, convert to TO).
+// exponent_samples, then per variant with the noisy shard, then K runs per switch (two steps
+// each: train FROM, convert to TO).
 std::vector<ProfileRun> profile_runs(const ProfileRequest& request);
 
 // Runs everything through `executor` and fits. Errors name the variant or switch and the step

@@ -98,12 +98,16 @@ struct DurationTerms {
 // is interrupted (then the duration is deterministic).
 double on_time_probability(const DurationTerms& terms, double deadline);
 
-// Loss state after one epoch of variant `model` on data with `effective_samples` (E).
+// Loss state after one epoch of variant `model` on data with `effective_samples` (E, clean
+// samples) of which a share `wrong_label_share` (W / N) of all the samples' labels are wrong.
 struct LossState {
   double mean = 0;
   double variance = 0;
 };
-LossState epoch_step(const ModelVariant& model, double effective_samples, LossState state);
+LossState epoch_step(const ModelVariant& model, double effective_samples, double wrong_label_share,
+                     LossState state);
+// The floor an epoch decays towards: f_v (N_ref_v / E)^alpha_v + beta_v W / N.
+double loss_floor(const LossProfile& profile, double effective_samples, double wrong_label_share);
 // Per-epoch time of `workers` workers of `model` in `pool` on `samples` (N) samples per epoch.
 double epoch_seconds(const Problem& problem, const ModelVariant& model, const Pool& pool,
                      int workers, double samples);
@@ -111,9 +115,15 @@ double epoch_seconds(const Problem& problem, const ModelVariant& model, const Po
 double staging_seconds(const Problem& problem, const std::vector<std::size_t>& datasets,
                        const Pool& pool);
 
-// Samples per epoch (N) and effective samples (E) of a dataset selection.
+// Samples per epoch (N), effective samples (E: q_d (1 - epsilon_d) n_d summed, the clean samples
+// weighted by quality) and the share of wrong labels (W / N, W = epsilon_d n_d summed) of a
+// dataset selection.
 double total_samples(const Problem& problem, const std::vector<std::size_t>& datasets);
 double effective_samples(const Problem& problem, const std::vector<std::size_t>& datasets);
+double wrong_label_share(const Problem& problem, const std::vector<std::size_t>& datasets);
+// One dataset's part of E and of W.
+double effective_samples(const Dataset& dataset);
+double wrong_labels(const Dataset& dataset);
 
 // Evaluates a plan exactly. Structural errors in the plan (index out of range, no phases) are
 // reported as violations, never as a crash.

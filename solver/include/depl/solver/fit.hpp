@@ -18,6 +18,15 @@ struct ProfileFit {
 Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& runs,
                                       double initial_loss);
 
+// The profile's sensitivity to wrong labels, beta_v (`labelNoiseFloor`), from runs on data with
+// `effective_samples` clean samples (E) of which a share `wrong_label_share` (W / N, > 0) of the
+// labels are wrong: the least-squares fit of docs/depl-model.md section 2's mean curve from
+// `profile.initial_loss` (the profile's other figures kept) to the runs' mean curve. The mean
+// after t epochs is linear in beta, so the fit is closed-form; at least 0. runs[k][t] as above.
+Expected<double> fit_label_noise_floor(const LossProfile& profile, double effective_samples,
+                                       double wrong_label_share,
+                                       const std::vector<std::vector<double>>& runs);
+
 // before[k], after[k]: loss of run k right before and right after a switch.
 struct JumpFit {
   double mean = 0;

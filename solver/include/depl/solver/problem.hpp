@@ -34,6 +34,7 @@ struct Dataset {
   double quality = 1.0;                   // q_d
   double size_bytes = 0;                  // b_d
   std::vector<std::string> locality;      // pools where d is local; empty = remote storage
+  double label_noise = 0;                 // epsilon_d: the share of wrong labels, in [0, 1)
 };
 
 struct LossProfile {
@@ -43,6 +44,7 @@ struct LossProfile {
   double noise_stddev = 0;       // sigma_v
   double reference_samples = 0;  // N_ref_v, resolved at parse time (default E(all datasets))
   double data_exponent = 0;      // alpha_v
+  double label_noise_floor = 0;  // beta_v: loss added to the floor per unit share of wrong labels
 };
 
 struct ModelVariant {
