@@ -9,9 +9,9 @@ Trains the job's variants (examples/pytorch/train.py, one rank) on selections of
 and label noise for seeds the profile never saw, and compares every epoch's loss with what the
 job's fitted profiles predict under two forms of the model:
 
-- `samples` (docs/depl-model.md section 2): one epoch on E effective samples decays by
-  r^(E / referenceSamples), towards the floor f * (referenceSamples / E)^dataExponent; progress is
-  counted in samples seen;
+- `samples` (docs/depl-model.md section 2): one epoch on E effective (clean) samples decays by
+  r^(E / referenceSamples), towards the floor f * (referenceSamples / E)^dataExponent +
+  labelNoiseFloor * (wrong labels / N); progress is counted in samples seen;
 - `epochs`: one epoch decays by r whatever the data (the floor as above); progress is counted in
   epochs.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pytorch_dependability import REPO, execute, predict  # noqa: E402
+from pytorch_dependability import REPO, effective_samples, execute, predict  # noqa: E402
 
 DEFAULT_CONFIGS = ("full:shard0,full:shard0+shard1,full:shard0+shard1+shard2+shard3,"
                    "full:shard0+shard1+shard2+shard3+shard4,full:shard0+shard1+shard2+shard3+shard5,"
@@ -69,8 +69,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     job = yaml.safe_load(Path(args.job).read_text())
     spec = job["spec"]
-    quality = {d["name"]: float(d.get("quality", 1.0)) for d in spec["datasets"]}
-    samples = {d["name"]: int(d["samples"]) for d in spec["datasets"]}
+    effective_of = {d["name"]: effective_samples(d) for d in spec["datasets"]}
     began = time.perf_counter()
     print(f"Seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, {args.epochs} epochs, "
           f"job {Path(args.job).relative_to(REPO) if Path(args.job).is_relative_to(REPO) else args.job}")
@@ -90,7 +89,7 @@ def main(argv: list[str]) -> int:
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
                 runs = [r.losses for r in pool.map(
                     lambda s: execute(job, plan, s, rundir, 1), seeds)]
-            effective = sum(quality[d] * samples[d] for d in datasets)
+            effective = sum(effective_of[d] for d in datasets)
             means = [sum(r[t] for r in runs) / len(runs) for t in range(args.epochs)]
             shown = ", ".join(f"{means[t - 1]:.3f}" for t in (1, 2, 4, args.epochs))
             per_epoch = {"datasets": spec["datasets"], "switching": spec.get("switching", []),

@@ -68,13 +68,22 @@ class EpochPrediction:
     sd: float
 
 
+def effective_samples(dataset: dict) -> float:
+    """E's part of a dataset: its clean samples weighted by quality, q (1 - labelNoise) n."""
+    return (float(dataset.get("quality", 1.0)) * (1.0 - float(dataset.get("labelNoise", 0.0)))
+            * float(dataset["samples"]))
+
+
 def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
     """The loss after every epoch of `plan` as docs/depl-model.md section 2 models it (mean and
-    standard deviation of a Gaussian), from the job's `spec`."""
+    standard deviation of a Gaussian), from the job's `spec`: E counts the clean samples, and
+    the floor rises by labelNoiseFloor times the share of wrong labels in the selection."""
     datasets = {d["name"]: d for d in spec["datasets"]}
     chosen = [datasets[name] for name in plan["datasets"]]
-    effective = sum(float(d.get("quality", 1.0)) * float(d["samples"]) for d in chosen)
-    everything = sum(float(d.get("quality", 1.0)) * float(d["samples"]) for d in spec["datasets"])
+    effective = sum(effective_samples(d) for d in chosen)
+    everything = sum(effective_samples(d) for d in spec["datasets"])
+    wrong = sum(float(d.get("labelNoise", 0.0)) * float(d["samples"]) for d in chosen)
+    wrong_share = wrong / sum(float(d["samples"]) for d in chosen) if wrong > 0 else 0.0
     models = {m["name"]: m for m in spec["models"]}
     switches = {(s["from"], s["to"]): s for s in spec.get("switching", [])}
     out: list[EpochPrediction] = []
@@ -90,7 +99,7 @@ def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
         reference = float(profile.get("referenceSamples", everything))
         rho = float(profile["decayPerEpoch"]) ** (effective / reference)
         floor = float(profile["floorLoss"]) * (reference / effective) ** float(
-            profile.get("dataExponent", 0.0))
+            profile.get("dataExponent", 0.0)) + float(profile.get("labelNoiseFloor", 0.0)) * wrong_share
         sigma = float(profile["noiseStddev"])
         for _ in range(int(phase["epochs"])):
             mean = floor + (mean - floor) * rho

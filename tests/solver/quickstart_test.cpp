@@ -132,8 +132,8 @@ TEST(Quickstart, FixedDatasetsAreKeptByEveryAlgorithm) {
 // examples/pytorch/job.yaml on its pools is what `make demo` runs; the README shows its plan:
 // the clean shards only, the half-width CNN first on one worker, then grown to full (a switch the
 // worker executes by converting the checkpoint) on two data-parallel workers. The deadline is
-// what buys the second worker: without it the same plan runs one worker per phase and costs less
-// than FULL.
+// what buys the second worker: without it the same plan runs one worker per phase. FULL, on
+// every shard, cannot reach the target.
 namespace depl::solver {
 namespace {
 
@@ -170,7 +170,7 @@ TEST(PytorchExample, TheDeadlineBuysTwoDataParallelWorkersForTheFullPhase) {
   EXPECT_LE(result->figures.duration_seconds, *problem.target.deadline_seconds);
 }
 
-TEST(PytorchExample, WithoutTheDeadlineOneWorkerPerPhaseIsCheaperThanFull) {
+TEST(PytorchExample, WithoutTheDeadlineOneWorkerPerPhaseAndFullCannotPromiseTheTarget) {
   Problem problem = pytorch_example();
   problem.target.deadline_seconds.reset();
   auto result = solve(problem);
@@ -179,12 +179,14 @@ TEST(PytorchExample, WithoutTheDeadlineOneWorkerPerPhaseIsCheaperThanFull) {
   for (const auto& phase : result->plan.phases) EXPECT_EQ(phase.workers, 1);
   // One worker per phase misses the job's deadline: that is what the deadline is for.
   EXPECT_GT(result->figures.duration_seconds, *pytorch_example().target.deadline_seconds);
+  // FULL trains on every shard: the noisy shards' wrong labels (15% of the selection's) hold its
+  // floor above the target, as they held real runs (docs/benchmarks.md).
   SolveOptions full;
   full.algorithm = Algorithm::Full;
   auto baseline = solve(problem, full);
   ASSERT_TRUE(baseline.has_value()) << baseline.error().message;
-  ASSERT_TRUE(baseline->feasible) << baseline->reason;
-  EXPECT_LT(result->figures.cost, baseline->figures.cost);
+  EXPECT_FALSE(baseline->feasible);
+  EXPECT_GT(baseline->figures.loss_mean, problem.target.loss);
 }
 
 }  // namespace
