@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "depl/common/base64.hpp"
+#include "depl/common/time.hpp"
 #include "file_util.hpp"
 #include "process.hpp"
 
@@ -26,64 +27,7 @@ std::string trimmed(std::string text, std::size_t max = 400) {
   return text;
 }
 
-bool parse_int(std::string_view text, int& out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 }  // namespace
-
-std::optional<Clock::WallTimePoint> parse_rfc3339(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
-      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
-    return std::nullopt;
-  }
-  int year, month, day, hour, minute, second;
-  if (!parse_int(text.substr(0, 4), year) || !parse_int(text.substr(5, 2), month) ||
-      !parse_int(text.substr(8, 2), day) || !parse_int(text.substr(11, 2), hour) ||
-      !parse_int(text.substr(14, 2), minute) || !parse_int(text.substr(17, 2), second)) {
-    return std::nullopt;
-  }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-    return std::nullopt;
-  }
-  std::size_t pos = 19;
-  std::chrono::nanoseconds fraction{0};
-  if (pos < text.size() && text[pos] == '.') {
-    ++pos;
-    long long scale = 100'000'000;
-    std::size_t digits = 0;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      if (scale > 0) fraction += std::chrono::nanoseconds((text[pos] - '0') * scale);
-      scale /= 10;
-      ++pos;
-      ++digits;
-    }
-    if (digits == 0) return std::nullopt;
-  }
-  std::chrono::minutes offset{0};
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') &&
-             text[pos + 3] == ':') {
-    int oh, om;
-    if (!parse_int(text.substr(pos + 1, 2), oh) || !parse_int(text.substr(pos + 4, 2), om)) {
-      return std::nullopt;
-    }
-    offset = std::chrono::minutes(oh * 60 + om) * (text[pos] == '-' ? -1 : 1);
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != text.size()) return std::nullopt;
-  const std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(month),
-                                         std::chrono::day(day)};
-  if (!date.ok()) return std::nullopt;
-  auto time = std::chrono::sys_days(date) + std::chrono::hours(hour) +
-              std::chrono::minutes(minute) + std::chrono::seconds(second) - offset;
-  return std::chrono::time_point_cast<Clock::WallTimePoint::duration>(time) +
-         std::chrono::duration_cast<Clock::WallTimePoint::duration>(fraction);
-}
 
 ExecCredentials::ExecCredentials(ExecConfig exec, KubeconfigCluster cluster, std::string user_name,
                                  std::shared_ptr<Clock> clock, bool stdin_is_terminal,

@@ -4,6 +4,7 @@
 // foregroundDeletion finalizer, for its blocking dependents; orphan: references are removed).
 #include <fmt/format.h>
 
+#include "depl/common/time.hpp"
 #include "store_impl.hpp"
 
 namespace depl::devcluster {
@@ -108,7 +109,7 @@ ObjectPtr ApiStore::Impl::delete_object(const std::string& storage_key, const st
     if (g > 0) {
       std::int64_t existing = meta.value("deletionGracePeriodSeconds", std::int64_t{-1});
       if (!already || g < existing) {
-        meta["deletionTimestamp"] = format_time(options.now() + std::chrono::seconds(g));
+        meta["deletionTimestamp"] = format_rfc3339(options.now() + std::chrono::seconds(g));
         meta["deletionGracePeriodSeconds"] = g;
         changed = true;
       }
@@ -132,7 +133,7 @@ ObjectPtr ApiStore::Impl::delete_object(const std::string& storage_key, const st
   bool has_finalizers = !next.value("/metadata/finalizers"_json_pointer, json::array()).empty();
   if (has_finalizers || is_namespace) {
     if (!already) {
-      meta["deletionTimestamp"] = format_time(options.now());
+      meta["deletionTimestamp"] = format_rfc3339(options.now());
       meta["deletionGracePeriodSeconds"] = 0;
       changed = true;
     }

@@ -2,11 +2,10 @@
 // primitives that keep indexes, history and watches consistent.
 #include "store_impl.hpp"
 
-#include <ctime>
-
 #include <fmt/format.h>
 
 #include "builtin_types.hpp"
+#include "depl/common/time.hpp"
 #include "depl/devcluster/structural_schema.hpp"
 
 namespace depl::devcluster {
@@ -48,15 +47,6 @@ std::optional<ApiResult> check_preconditions(const ResourceType& type, const Res
   return std::nullopt;
 }
 
-std::string format_time(std::chrono::system_clock::time_point t) {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
-
 std::string default_manager(const WriteOptions& options) {
   if (!options.field_manager.empty()) return options.field_manager;
   if (!options.user_agent.empty()) {
@@ -93,7 +83,7 @@ const ResourceType* ApiStore::Impl::storage_type(const std::string& storage_key)
 }
 
 std::string ApiStore::Impl::now_text() const {
-  return format_time(options.now());
+  return format_rfc3339(options.now());
 }
 
 std::string ApiStore::Impl::new_uid() {

@@ -251,7 +251,6 @@ auto locked(ApiStore::Impl& impl, F&& operation) {
 // Errors shared by the implementation files.
 ApiResult unknown_resource();
 ApiResult method_not_supported(const ResourceType& type, const std::string& verb);
-std::string format_time(std::chrono::system_clock::time_point t);
 std::string default_manager(const WriteOptions& options);
 // kube-apiserver's check of a body's apiVersion and kind against what the URL serves (filling
 // them in, and an empty metadata, when missing); nullopt when the body fits.

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "depl/kube/runtime/micro_time.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::kube {
 
@@ -99,7 +99,7 @@ Expected<EventOutcome, ApiError> EventRecorder::record(const nlohmann::json& obj
       fmt::format("{}\x1f{}\x1f{}\x1f{}", object_key, type_name(type), reason, message);
 
   const Clock::TimePoint now = clock_.now();
-  const std::string timestamp = format_time(clock_.wall_now());
+  const std::string timestamp = format_rfc3339(clock_.wall_now());
   std::optional<Aggregate> previous;
   {
     std::lock_guard lock(mutex_);

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "depl/kube/runtime/micro_time.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::kube {
 
@@ -153,7 +153,7 @@ bool LeaderElector::try_acquire_or_renew() {
   const ResourceType leases = resources::leases();
   // Whatever others see of this attempt, they see it no earlier than now.
   const Clock::TimePoint sent = clock_.now();
-  const std::string now_text = format_micro_time(clock_.wall_now());
+  const std::string now_text = format_rfc3339_micro(clock_.wall_now());
   const std::int64_t duration_seconds = whole_seconds_up(config_.lease_duration);
 
   auto current = client_.get(leases, config_.lease_namespace, config_.lease_name);
@@ -232,7 +232,7 @@ void LeaderElector::release() {
     lease = held_lease_;
   }
   if (!lease.is_object() || !lease.contains("spec")) return;
-  const std::string now_text = format_micro_time(clock_.wall_now());
+  const std::string now_text = format_rfc3339_micro(clock_.wall_now());
   nlohmann::json& spec = lease["spec"];
   spec["holderIdentity"] = "";
   spec["leaseDurationSeconds"] = 1;

@@ -48,7 +48,4 @@ class ExecCredentials : public CredentialProvider {
   int runs_ = 0;
 };
 
-// Parses an RFC 3339 timestamp ("2026-01-01T00:00:00Z", fractional seconds and offsets allowed).
-std::optional<Clock::WallTimePoint> parse_rfc3339(std::string_view text);
-
 }  // namespace depl::kube
