@@ -23,21 +23,7 @@
 namespace {
 
 using namespace depl::solver;
-
-Problem with_spot_twins(Problem p, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> rate(0.1, 1.0);
-  const std::size_t on_demand = p.pools.size();
-  for (std::size_t k = 0; k < on_demand; ++k) {
-    Pool spot = p.pools[k];
-    spot.name += "-spot";
-    spot.price_per_gpu_hour *= 0.3;
-    spot.capacity_type = CapacityType::Spot;
-    spot.interruptions_per_hour = rate(rng);
-    p.pools.push_back(std::move(spot));
-  }
-  return p;
-}
+using depl::testing::with_spot_twins;
 
 // Share of the plan's GPU-seconds on spot pools (expected).
 double spot_share(const Problem& p, const SolveResult& r) {

@@ -10,28 +10,12 @@
 #include <stop_token>
 
 #include "support/instance_families.hpp"
+#include "support/stepping_clock.hpp"
 
 namespace depl::solver {
 namespace {
 
-// A clock that moves by `tick` every time it is read.
-class SteppingClock final : public Clock {
- public:
-  explicit SteppingClock(Duration tick) : tick_(tick) {}
-  TimePoint now() const override {
-    return TimePoint{} + tick_ * reads_.fetch_add(1, std::memory_order_relaxed);
-  }
-  WallTimePoint wall_now() const override { return {}; }
-  bool wait_until(std::unique_lock<std::mutex>&, std::condition_variable_any&, TimePoint,
-                  std::stop_token, const std::function<bool()>& ready) override {
-    return ready();
-  }
-  long reads() const { return reads_.load(); }
-
- private:
-  Duration tick_;
-  mutable std::atomic<long> reads_{0};
-};
+using testing::SteppingClock;
 
 SolveResult solve_with(const Problem& p, const SolveBudget& budget) {
   SolveOptions o;

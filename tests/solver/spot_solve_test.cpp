@@ -11,9 +11,13 @@
 #include "../../solver/src/lower_bound.hpp"
 #include "depl/solver/solve.hpp"
 #include "support/instance_families.hpp"
+#include "support/stepping_clock.hpp"
 
 namespace depl::solver {
 namespace {
+
+using testing::SteppingClock;
+using testing::with_spot_twins;
 
 SolveResult run(const Problem& p, Algorithm a) {
   SolveOptions o;
@@ -21,22 +25,6 @@ SolveResult run(const Problem& p, Algorithm a) {
   auto r = solve(p, o);
   EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
   return r ? *r : SolveResult{};
-}
-
-Problem with_spot_twins(Problem p, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> rate(0.1, 1.0);
-  for (ModelVariant& m : p.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
-  const std::size_t on_demand = p.pools.size();
-  for (std::size_t k = 0; k < on_demand; ++k) {
-    Pool spot = p.pools[k];
-    spot.name += "-spot";
-    spot.price_per_gpu_hour *= 0.3;
-    spot.capacity_type = CapacityType::Spot;
-    spot.interruptions_per_hour = rate(rng);
-    p.pools.push_back(std::move(spot));
-  }
-  return p;
 }
 
 bool uses_spot(const Problem& p, const Plan& plan) {
@@ -158,25 +146,6 @@ TEST(SpotPools, LowerBoundNeverAboveOpt) {
   EXPECT_GE(with_deadline, 5);
   EXPECT_GT(below_on_demand, compared / 2) << "the bound prices spot epochs, not on-demand ones";
 }
-
-// A clock that moves by `tick` every time it is read.
-class SteppingClock final : public Clock {
- public:
-  explicit SteppingClock(Duration tick) : tick_(tick) {}
-  TimePoint now() const override {
-    return TimePoint{} + tick_ * reads_.fetch_add(1, std::memory_order_relaxed);
-  }
-  WallTimePoint wall_now() const override { return {}; }
-  bool wait_until(std::unique_lock<std::mutex>&, std::condition_variable_any&, TimePoint,
-                  std::stop_token, const std::function<bool()>& ready) override {
-    return ready();
-  }
-  long reads() const { return reads_.load(); }
-
- private:
-  Duration tick_;
-  mutable std::atomic<long> reads_{0};
-};
 
 Problem large_spot_instance(std::uint64_t seed) {
   Problem p = testing::large_instance(seed, 20, 6, 12, 300);

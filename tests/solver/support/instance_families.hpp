@@ -165,6 +165,25 @@ inline solver::Problem small_instance(std::uint64_t seed) {
   return make_instance(seed, shape);
 }
 
+// The instance with a spot twin of every pool: the same GPUs at 30% of the price, interrupted
+// at a seeded rate of 0.1-1 per worker-hour (docs/depl-model.md section 2), and every variant's
+// checkpoint at its default size (twice its parameters), which prices a restart.
+inline solver::Problem with_spot_twins(solver::Problem p, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> rate(0.1, 1.0);
+  for (solver::ModelVariant& m : p.models) m.checkpoint_bytes = 2 * m.parameter_bytes;
+  const std::size_t on_demand = p.pools.size();
+  for (std::size_t k = 0; k < on_demand; ++k) {
+    solver::Pool spot = p.pools[k];
+    spot.name += "-spot";
+    spot.price_per_gpu_hour *= 0.3;
+    spot.capacity_type = solver::CapacityType::Spot;
+    spot.interruptions_per_hour = rate(rng);
+    p.pools.push_back(std::move(spot));
+  }
+  return p;
+}
+
 // The papers' setup: a full model and variants at 0.5/0.25/0.1 of its compute.
 inline solver::Problem paper_like_instance(std::uint64_t seed) {
   InstanceRng rng(seed ^ 0xC0FFEEULL);
