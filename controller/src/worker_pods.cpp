@@ -276,7 +276,7 @@ int rendezvous_port(const std::string& job_uid, std::size_t phase) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
-  return 20000 + static_cast<int>(h % 20000);
+  return kRendezvousPortFirst + static_cast<int>(h % (kRendezvousPortEnd - kRendezvousPortFirst));
 }
 
 json owner_reference(const json& job) {

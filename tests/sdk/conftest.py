@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -103,6 +104,41 @@ def operator_env(tmp_path: Path, url: str, **overrides: str) -> dict[str, str]:
            "DEPL_PROGRESS_TOKEN": "secret-token"}
     env.update(overrides)
     return {k: v for k, v in env.items() if v is not None}
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def port_for_a_listener() -> int:
+    """A port for a process the test starts to listen on, free now and below the kernel's
+    ephemeral range: port-0 listeners and outgoing connections of other tests running beside this
+    one never take it, as they could a port taken from the ephemeral range and closed again."""
+    low = _ephemeral_low()
+    first = 20000 if low > 21000 else 1024
+    span = max(low - first, 1)
+    start = os.getpid() % span  # spreads tests that run side by side over the range
+    for i in range(span):
+        port = first + (start + i) % span
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in [{first}, {low})")
+
+
+@pytest.fixture
+def refused_port():
+    """A port on which connections are refused for the whole test: it is bound (so nothing else
+    can listen there) but not listening."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
 
 
 @dataclass

@@ -1,7 +1,6 @@
 """The progress protocol's client side: the request, answers, retries with backoff and
 Retry-After until the retry deadline (on a fake clock that the fake sleep moves), final 4xx."""
 
-import socket
 
 import pytest
 from conftest import Answer
@@ -30,12 +29,6 @@ class FakeTime:
 def client(url, time, retry_for=300.0):
     return ProgressClient(url, "secret-token", 1, retry_for=retry_for, attempt_timeout=2.0,
                           clock=time.clock, sleep=time.sleep)
-
-
-def unused_port():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_one_report_carries_the_token_and_the_contracts_body(endpoint_factory):
@@ -101,9 +94,9 @@ def test_retry_after_is_honoured_when_longer_than_the_backoff(endpoint_factory):
     assert wait_before_retry(0.4, None) == 0.4
 
 
-def test_an_unreachable_endpoint_is_given_up_at_the_retry_deadline():
+def test_an_unreachable_endpoint_is_given_up_at_the_retry_deadline(refused_port):
     time = FakeTime()
-    c = client(f"http://127.0.0.1:{unused_port()}/p", time, retry_for=30.0)
+    c = client(f"http://127.0.0.1:{refused_port}/p", time, retry_for=30.0)
     with pytest.raises(ProgressUnreachable, match="did not take the report of epoch 2 within 30 s"
                        ) as caught:
         c.post(2, 0.5)
@@ -112,10 +105,10 @@ def test_an_unreachable_endpoint_is_given_up_at_the_retry_deadline():
     assert sum(time.sleeps) == pytest.approx(30.0)
 
 
-def test_no_retry_with_a_deadline_of_zero():
+def test_no_retry_with_a_deadline_of_zero(refused_port):
     time = FakeTime()
     with pytest.raises(ProgressUnreachable, match="1 attempt"):
-        client(f"http://127.0.0.1:{unused_port()}/p", time, retry_for=0).post(1, 0.5)
+        client(f"http://127.0.0.1:{refused_port}/p", time, retry_for=0).post(1, 0.5)
     assert time.sleeps == []
 
 

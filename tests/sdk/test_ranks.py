@@ -3,18 +3,11 @@ rank, every rank stops after the same epoch, and a rank that dies or fails stops
 within the peer timeout with an error naming it."""
 
 import json
-import socket
 import subprocess
 import time
 
 import pytest
-from conftest import PYTHON, TINY, Answer, operator_env, run_script, until
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import PYTHON, TINY, Answer, operator_env, port_for_a_listener, run_script, until
 
 
 def test_two_local_ranks_train_the_same_curve_as_one():
@@ -55,7 +48,7 @@ def start_rank(rank, env, args):
 
 
 def test_when_rank_0_dies_the_others_name_it(tmp_path):
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "DEPL_PEER_TIMEOUT_SECONDS": "20"}
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port_for_a_listener()), "DEPL_PEER_TIMEOUT_SECONDS": "20"}
     args = ["--epochs", "6", "--kill-rank", "0", "--kill-at-epoch", "3"]
     ranks = [start_rank(r, env, args) for r in (0, 1)]
     outputs = [p.communicate(timeout=120) for p in ranks]
@@ -72,7 +65,7 @@ def test_when_rank_0_dies_the_others_name_it(tmp_path):
 
 def test_under_the_operator_every_rank_stops_after_the_epoch_the_controller_ends(tmp_path, endpoint_factory):
     e = endpoint_factory(lambda r: Answer(body={"action": "checkpointAndExit" if r["epoch"] >= 2 else "continue"}))
-    env = operator_env(tmp_path, e.url, DEPL_EPOCHS="5", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    env = operator_env(tmp_path, e.url, DEPL_EPOCHS="5", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port_for_a_listener()))
     ranks = [start_rank(r, env, []) for r in (0, 1)]
     outputs = [p.communicate(timeout=120) for p in ranks]
     assert [p.returncode for p in ranks] == [0, 0], outputs
@@ -81,11 +74,11 @@ def test_under_the_operator_every_rank_stops_after_the_epoch_the_controller_ends
     assert [r["epoch"] for r in e.reports()] == [1, 2]  # rank 0 alone reports
 
 
-def test_under_the_operator_an_unreachable_endpoint_stops_every_rank_with_exit_75(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}/v1/progress"  # nobody listens there
+def test_under_the_operator_an_unreachable_endpoint_stops_every_rank_with_exit_75(tmp_path, refused_port):
+    url = f"http://127.0.0.1:{refused_port}/v1/progress"
     env = operator_env(tmp_path, url, DEPL_EPOCHS="5", DEPL_PROGRESS_RETRY_SECONDS="2",
                        DEPL_PEER_TIMEOUT_SECONDS="1", MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=str(free_port()))
+                       MASTER_PORT=str(port_for_a_listener()))
     ranks = [start_rank(r, env, []) for r in (0, 1)]
     outputs = [p.communicate(timeout=120) for p in ranks]
     # Rank 1 waited for rank 0's decision longer than its peer timeout (the retry deadline

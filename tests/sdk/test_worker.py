@@ -136,12 +136,9 @@ def test_a_restarting_controller_does_not_fail_the_phase(capsys, tmp_path, endpo
     assert [r["epoch"] for r in e.reports()] == [1, 1, 1, 1, 2, 3]
 
 
-def test_an_unreachable_controller_stops_the_run_with_exit_75_after_the_checkpoint(capsys, tmp_path):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1/progress"
+def test_an_unreachable_controller_stops_the_run_with_exit_75_after_the_checkpoint(capsys, tmp_path,
+                                                                                 refused_port):
+    url = f"http://127.0.0.1:{refused_port}/v1/progress"
     env = operator_env(tmp_path, url, DEPL_PROGRESS_RETRY_SECONDS="1")
     code, lines, err = run(capsys, [], env)
     assert code == 75 and [l["epoch"] for l in lines] == [1]

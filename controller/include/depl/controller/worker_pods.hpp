@@ -74,7 +74,11 @@ std::string rendezvous_service_name(const std::string& job, std::size_t phase);
 // re-created under the same name starts afresh.
 std::string checkpoint_dir(const nlohmann::json& job, const std::string& checkpoint_root);
 // A port for the phase's rendezvous, stable for (job uid, phase) and spread out so that phases
-// running side by side on one machine (the dev cluster) do not collide.
+// running side by side on one machine (the dev cluster, host-network pods) do not collide. The
+// range [kRendezvousPortFirst, kRendezvousPortEnd) lies below Linux's ephemeral ports (32768 and
+// up by default), so no outgoing connection or port-0 listener on that machine can hold it.
+inline constexpr int kRendezvousPortFirst = 20000;
+inline constexpr int kRendezvousPortEnd = 32000;
 int rendezvous_port(const std::string& job_uid, std::size_t phase);
 
 // Worker pods meet the restricted Pod Security Standard, so they run in namespaces that enforce
