@@ -239,10 +239,19 @@ DecisionExecutor::Result DecisionExecutor::create_one(const json& job, const jso
     return {};
   }
   if (created.error().is_already_exists()) {
-    if (!held_by_another(type, ns, name, uid)) return {};  // ours, from an earlier try
+    const Holder holder = holder_of(type, ns, name, uid);
+    if (holder == Holder::ThisJob) return {};  // ours, from an earlier try
+    expectations_.forget(uid, kind, ns, name);
+    if (holder == Holder::Unknown) {
+      // Deleted between the create and the read (or unreadable): nothing of the job's will show
+      // up, and no event of an object it does not own wakes it, so it tries again with backoff.
+      return unexpected(kube::ReconcileError{fmt::format(
+          "creating {} {}: an object of that name existed and could not be read back; trying "
+          "again",
+          kind, name)});
+    }
     // Not ours (a user's pod of the same name): it will never show up as this job's, and the job
     // cannot run that rank until it is gone. Told, and tried again with backoff.
-    expectations_.forget(uid, kind, ns, name);
     const std::string message = fmt::format(
         "Error creating {} {}: a {} of that name already exists and is not controlled by this "
         "job; delete or rename it",
@@ -270,12 +279,12 @@ kube::WriteOptions DecisionExecutor::quiet_write() const {
   return w;
 }
 
-bool DecisionExecutor::held_by_another(const kube::ResourceType& type, const std::string& ns,
-                                       const std::string& name, const std::string& uid) {
+DecisionExecutor::Holder DecisionExecutor::holder_of(const kube::ResourceType& type,
+                                                     const std::string& ns, const std::string& name,
+                                                     const std::string& uid) {
   auto existing = client_.get(type, ns, name);
-  // Gone meanwhile, or unreadable: the next reconcile looks again.
-  if (!existing) return false;
-  return kube::controller_uid(*existing) != uid;
+  if (!existing) return Holder::Unknown;
+  return kube::controller_uid(*existing) == uid ? Holder::ThisJob : Holder::Another;
 }
 
 void DecisionExecutor::report_rejection(const json& job, const json& object,

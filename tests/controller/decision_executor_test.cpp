@@ -267,6 +267,22 @@ TEST(DecisionExecutor, ANameHeldByAnotherIsToldAndRetried) {
   EXPECT_TRUE(g.events.empty());
 }
 
+// The other owner's object is deleted between the create and the read: no event of an object the
+// job does not own would wake it again, so the reconcile fails and is retried with backoff, and
+// no creation is left expected.
+TEST(DecisionExecutor, ANameFreedBetweenTheCreateAndTheReadIsRetried) {
+  Fixture f;
+  Decision d;
+  d.create = {a_pod("mnist-p0-w0")};
+  f.transport->push_status(409, "AlreadyExists", "pods \"mnist-p0-w0\" already exists");
+  f.transport->push_status(404, "NotFound", "pods \"mnist-p0-w0\" not found");
+  auto outcome = f.executor.execute(a_job(), d, false, {});
+  ASSERT_FALSE(outcome.has_value());
+  EXPECT_NE(outcome.error().message.find("trying again"), std::string::npos);
+  EXPECT_FALSE(f.has_event("FailedCreate"));
+  EXPECT_FALSE(f.expectations.pending("uid-mnist").has_value());
+}
+
 // Restarting workers from the cached progress without a status write to fence it: only when the
 // cache holds the API server's latest job.
 TEST(DecisionExecutor, WorkersRestartOnlyFromTheLatestJob) {

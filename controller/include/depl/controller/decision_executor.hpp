@@ -73,10 +73,12 @@ class DecisionExecutor {
   // anyway and is retried.
   void report_rejection(const nlohmann::json& job, const nlohmann::json& object,
                         const kube::ApiError& error);
-  // Whether the `type` object `ns`/`name` (whose create was answered AlreadyExists) is there
-  // and not controlled by the job with uid `uid`.
-  bool held_by_another(const kube::ResourceType& type, const std::string& ns,
-                       const std::string& name, const std::string& uid);
+  // Who holds the `type` object `ns`/`name` whose create was answered AlreadyExists: the job
+  // with uid `uid` (an earlier try's create), another owner, or nobody readable now (deleted
+  // since, or the read failed).
+  enum class Holder { ThisJob, Another, Unknown };
+  Holder holder_of(const kube::ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& uid);
   void event(const nlohmann::json& object, const EventSpec& spec);
 
   kube::Client& client_;
