@@ -235,6 +235,16 @@ def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) 
     return run
 
 
+# A plan whose predicted probability is below this promises nothing; --hopeless-seeds runs show
+# that it misses, at a fraction of --seeds runs' cost (such plans are the horizon's longest).
+HOPELESS = 0.01
+
+
+def seeds_for(plan: dict, seeds: int, hopeless_seeds: int) -> int:
+    """How many runs `plan` gets: `seeds`, or `hopeless_seeds` where it promises almost nothing."""
+    return hopeless_seeds if plan["predicted"]["probability"] < HOPELESS else seeds
+
+
 HEADER = ("| target | P | algorithm | plan | dropped | predicted P | predicted loss | cost "
           "| CPU s/run | reached | 95% interval | mean final loss |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -270,6 +280,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--probabilities", default="0.9,0.95")
     parser.add_argument("--algorithms", default="depl,exp,full")
     parser.add_argument("--seeds", type=int, default=40, help="runs per plan")
+    parser.add_argument("--hopeless-seeds", type=int, default=10,
+                        help="runs per plan that promises almost nothing (predicted probability "
+                        f"below {HOPELESS}; default 10: 0 of 10 puts the Wilson interval's top at "
+                        "0.28, far below any promise)")
     parser.add_argument("--first-seed", type=int, default=1001)
     parser.add_argument("--parallel", type=int, default=2, help="runs at once")
     parser.add_argument("--ranks", type=int, default=0,
@@ -280,6 +294,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--curves", default="", help="write per-epoch predictions and losses "
                         "(JSON) to this file and print the prediction error and band coverage")
     args = parser.parse_args(argv)
+    for flag, value in (("--seeds", args.seeds), ("--hopeless-seeds", args.hopeless_seeds),
+                        ("--parallel", args.parallel)):
+        if value < 1:
+            parser.error(f"{flag}: want at least 1, got {value}")
     job = yaml.safe_load(Path(args.job).read_text())
     try:
         deadline = deadline_of(job, args.deadline)
@@ -310,17 +328,19 @@ def main(argv: list[str]) -> int:
                     check_prediction(prediction, plan)
                     key = json.dumps([plan["datasets"], [(p["model"], p["epochs"], p["workers"])
                                                          for p in plan["phases"]]])
-                    if key not in executed:
-                        rundir = workdir / f"runs{len(executed)}"
-                        rundir.mkdir()
-                        seeds = range(args.first_seed, args.first_seed + args.seeds)
+                    wanted = seeds_for(plan, args.seeds, args.hopeless_seeds)
+                    done = executed.setdefault(key, [])
+                    if len(done) < wanted:  # a plan met before runs only the seeds it lacks
+                        rundir = workdir / f"runs{list(executed).index(key)}"
+                        rundir.mkdir(exist_ok=True)
+                        seeds = range(args.first_seed + len(done), args.first_seed + wanted)
                         with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-                            executed[key] = list(pool.map(
-                                lambda s: execute(job, plan, s, rundir, args.ranks or None), seeds))
+                            done += pool.map(
+                                lambda s: execute(job, plan, s, rundir, args.ranks or None), seeds)
                         print(f"# {algorithm} target {target} P {probability}: {describe(plan)} "
-                              f"ran {args.seeds} seeds ({time.perf_counter() - began:.0f} s so far)",
+                              f"ran {wanted} seeds ({time.perf_counter() - began:.0f} s so far)",
                               file=sys.stderr, flush=True)
-                    runs = executed[key]
+                    runs = done[:wanted]
                     print(row(target, probability, algorithm, describe(plan), plan, runs,
                               all_datasets), flush=True)
                     curves.append({"target": target, "probability": probability,
@@ -328,8 +348,10 @@ def main(argv: list[str]) -> int:
                                    "datasets": plan["datasets"],
                                    "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
                                    "runs": {str(r.seed): r.losses for r in runs}})
-    print(f"Wall time {time.perf_counter() - began:.0f} s, {args.seeds} seeds per plan, "
-          f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, deadline "
+    cpu = sum(r.cpu_seconds for runs in executed.values() for r in runs)
+    print(f"Wall time {time.perf_counter() - began:.0f} s, CPU {cpu:.0f} s in the runs, "
+          f"{args.seeds} seeds per plan ({args.hopeless_seeds} for a plan with predicted "
+          f"P < {HOPELESS}) from seed {args.first_seed}, deadline "
           f"{'none' if deadline is None else f'{deadline:g} s'}, ranks per phase "
           f"{args.ranks if args.ranks else 'as planned'}")
     if args.curves:

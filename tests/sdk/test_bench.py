@@ -53,6 +53,22 @@ def test_the_recursion_gives_the_evaluators_figures_across_a_switch():
     assert after[first].mean > before[first].mean and after[first].sd > before[first].sd
 
 
+def test_a_plan_that_promises_almost_nothing_gets_the_hopeless_seeds():
+    def plan(p):
+        return {"predicted": {"probability": p}}
+    assert bench.seeds_for(plan(0.904), 40, 10) == 40
+    assert bench.seeds_for(plan(0.54), 40, 10) == 40  # EXP's best effort still promises something
+    assert bench.seeds_for(plan(bench.HOPELESS), 40, 10) == 40
+    assert bench.seeds_for(plan(1e-5), 40, 10) == 10
+
+
+@pytest.mark.parametrize("flag", ["--seeds", "--hopeless-seeds", "--parallel"])
+def test_run_counts_below_one_are_refused_naming_the_flag(flag, capsys):
+    with pytest.raises(SystemExit):
+        bench.main([flag, "0"])
+    assert f"{flag}: want at least 1, got 0" in capsys.readouterr().err
+
+
 def test_the_deadline_choice_names_the_flag_on_bad_input():
     job = {"spec": {"target": {"loss": 0.4, "deadlineSeconds": 9.5}}}
     assert bench.deadline_of(job, "none") is None
