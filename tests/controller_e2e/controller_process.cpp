@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -89,21 +91,44 @@ std::string ControllerProcess::log() const {
   return ss.str();
 }
 
-std::uint16_t free_loopback_port() {
+namespace {
+
+// The first port of the kernel's ephemeral range (Linux's default when unreadable).
+int ephemeral_low() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  if (in >> low && low > 1024) return low;
+  return 32768;
+}
+
+bool bindable(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  std::uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
+  addr.sin_port = htons(port);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
-  return port;
+  return ok;
+}
+
+}  // namespace
+
+std::uint16_t free_loopback_port() {
+  // [10000, 20000): below the ephemeral range and apart from the controller's rendezvous ports
+  // (kRendezvousPortFirst and up), which dev-cluster workers of another test may be listening on.
+  const int end = std::min(20000, ephemeral_low());
+  const int first = end > 11000 ? 10000 : 1025;
+  const int span = end - first;
+  // Spread over the range by process, then walk on: tests running side by side start apart,
+  // and one test's ports differ.
+  static std::atomic<int> cursor{static_cast<int>(::getpid() % span)};
+  for (int tries = 0; tries < span; ++tries) {
+    const auto port = static_cast<std::uint16_t>(first + cursor.fetch_add(1) % span);
+    if (bindable(port)) return port;
+  }
+  return 0;
 }
 
 }  // namespace depl::e2e

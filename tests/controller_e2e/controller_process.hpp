@@ -40,8 +40,11 @@ class ControllerProcess {
   std::filesystem::path log_file_;
 };
 
-// A loopback port that was free a moment ago (bound to port 0, then closed): for a listener
-// that must keep one address across restarts. 0 when no socket could be bound.
+// A loopback port that was free a moment ago, for a listener that must keep one address across
+// restarts. It lies in [10000, 20000), below the kernel's ephemeral range and the controller's
+// rendezvous ports, so that neither a port-0 listener nor an outgoing connection of a test
+// running beside this one takes it before the listener binds it (as they could a port bound to 0
+// and closed again); successive calls in one process give different ports. 0 when none is free.
 std::uint16_t free_loopback_port();
 
 }  // namespace depl::e2e

@@ -114,12 +114,13 @@ def _ephemeral_low() -> int:
 
 
 def port_for_a_listener() -> int:
-    """A port for a process the test starts to listen on, free now and below the kernel's
-    ephemeral range: port-0 listeners and outgoing connections of other tests running beside this
-    one never take it, as they could a port taken from the ephemeral range and closed again."""
-    low = _ephemeral_low()
-    first = 20000 if low > 21000 else 1024
-    span = max(low - first, 1)
+    """A port for a process the test starts to listen on, free now and in [10000, 20000), below
+    the kernel's ephemeral range: port-0 listeners and outgoing connections of other tests running
+    beside this one never take it, as they could a port taken from the ephemeral range and closed
+    again; nor do the controller's rendezvous ports (20000 and up) in the dev cluster's tests."""
+    end = min(20000, _ephemeral_low())
+    first = 10000 if end > 11000 else 1025
+    span = max(end - first, 1)
     start = os.getpid() % span  # spreads tests that run side by side over the range
     for i in range(span):
         port = first + (start + i) % span
@@ -129,7 +130,7 @@ def port_for_a_listener() -> int:
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free port in [{first}, {low})")
+    raise RuntimeError(f"no free port in [{first}, {end})")
 
 
 @pytest.fixture
