@@ -169,11 +169,13 @@ class Envelope {
     double fixed_seconds = 0;
     double epoch_seconds = 0;
     std::uint32_t placement = 0;  // index into the variant's placements
+    std::uint32_t pool = 0;       // that placement's
   };
   struct Value {
     double weight = kInf;
     double seconds = kInf;
     std::uint32_t placement = 0;
+    std::uint32_t pool = 0;
   };
 
   void add(const Line& line) {
@@ -182,7 +184,7 @@ class Envelope {
   }
 
   // The placements of a phase of `epochs` epochs that neither cost more nor take longer than
-  // another (for searches with a deadline), cheapest first.
+  // another in the same pool (for searches with a deadline), cheapest first.
   const std::vector<Value>& pareto(int epochs) {
     const auto e = static_cast<std::size_t>(epochs);
     if (pareto_.size() <= e) pareto_.resize(e + 1);
@@ -190,18 +192,40 @@ class Envelope {
     if (!out.empty() || all_.empty()) return out;
     const double n = epochs;
     std::vector<Value> every;
+    std::uint32_t pools = 0;
     for (const Line& l : all_) {
       every.push_back({l.fixed_weight + n * l.epoch_weight, l.fixed_seconds + n * l.epoch_seconds,
-                       l.placement});
+                       l.placement, l.pool});
+      pools = std::max(pools, l.pool + 1);
     }
     std::sort(every.begin(), every.end(), [](const Value& a, const Value& b) {
       if (a.weight != b.weight) return a.weight < b.weight;
       return a.seconds < b.seconds;
     });
+    std::vector<double> fastest(per_pool_ ? pools : 1, kInf);
     for (const Value& v : every) {
-      if (out.empty() || v.seconds < out.back().seconds) out.push_back(v);
+      double& least = fastest[per_pool_ ? v.pool : 0];
+      if (v.seconds < least) {
+        least = v.seconds;
+        out.push_back(v);
+      }
     }
     return out;
+  }
+
+  // Whether pareto() keeps the fastest for their weight in each pool rather than overall.
+  void set_per_pool(bool per_pool) { per_pool_ = per_pool; }
+
+  // The cheapest phase of `epochs` epochs in each pool (`out[pool]`; infinite weight where the
+  // pool has no placement).
+  void cheapest_per_pool(int epochs, std::vector<Value>& out) const {
+    std::fill(out.begin(), out.end(), Value{});
+    for (const Line& l : all_) {
+      const double w = l.fixed_weight + epochs * l.epoch_weight;
+      if (l.pool < out.size() && w < out[l.pool].weight) {
+        out[l.pool] = {w, l.fixed_seconds + epochs * l.epoch_seconds, l.placement, l.pool};
+      }
+    }
   }
 
   // The least seconds of a phase of `epochs` epochs over every placement.
@@ -235,7 +259,9 @@ class Envelope {
       Value best;
       for (const Line& l : lines_) {
         const double w = l.fixed_weight + n * l.epoch_weight;
-        if (w < best.weight) best = {w, l.fixed_seconds + n * l.epoch_seconds, l.placement};
+        if (w < best.weight) {
+          best = {w, l.fixed_seconds + n * l.epoch_seconds, l.placement, l.pool};
+        }
       }
       values_.push_back(best);
     }
@@ -254,6 +280,7 @@ class Envelope {
   std::vector<Line> all_;    // every placement
   std::vector<Value> values_;
   std::vector<std::vector<Value>> pareto_;
+  bool per_pool_ = false;
 };
 
 // Settled phase starts a dominance test compares with, per layer (the latest).
@@ -330,8 +357,12 @@ class BoundSearch {
   void build_envelopes() {
     const std::size_t nv = problem_.models.size();
     target_loss_ = problem_.target.loss + 1e-12;
-    // One envelope per first variant, then one per listed switch (the phase it leads into).
-    envelopes_.resize(nv + problem_.switching.size());
+    // One envelope per first variant, then one per listed switch (the phase it leads into) and
+    // pool of the phase before it (which stages nothing), built when first needed.
+    const std::size_t pools = problem_.pools.size();
+    envelopes_.resize(nv + problem_.switching.size() * pools);
+    built_.assign(envelopes_.size(), false);
+    for (Envelope& e : envelopes_) e.set_per_pool(options_.later_staging);
     const Weights& w = options_.weights;
     for (std::size_t v = 0; v < nv; ++v) {
       double tau = 0;
@@ -349,33 +380,53 @@ class BoundSearch {
               (static_cast<int>(p.pool) != ctx_.start_pool ? data_.staging_seconds[p.pool] : 0.0);
         }
         envelopes_[v].add({w.of(p.rate, fixed), w.of(p.rate, p.epoch_seconds), fixed,
-                           p.epoch_seconds, static_cast<std::uint32_t>(i)});
+                           p.epoch_seconds, static_cast<std::uint32_t>(i),
+                           static_cast<std::uint32_t>(p.pool)});
       }
       envelopes_[v].prune();
-    }
-    for (std::size_t s = 0; s < problem_.switching.size(); ++s) {
-      const int to = problem_.model_index(problem_.switching[s].to);
-      if (to < 0) continue;
-      const double tau = problem_.switching[s].overhead_seconds;
-      const auto& placements = data_.pareto[static_cast<std::size_t>(to)];
-      for (std::size_t i = 0; i < placements.size(); ++i) {
-        const Placement& p = placements[i];
-        const double fixed = problem_.pools[p.pool].startup_seconds + tau;
-        envelopes_[nv + s].add({w.of(p.rate, fixed), w.of(p.rate, p.epoch_seconds), fixed,
-                                p.epoch_seconds, static_cast<std::uint32_t>(i)});
-      }
-      envelopes_[nv + s].prune();
+      built_[v] = true;
     }
     edges_.resize(nv);
     for (std::size_t v = 0; v < nv; ++v) {
       for (std::size_t w = 0; w < nv; ++w) {
         const int sw = ctx_.switch_index[v][w];
         if (sw == kNone || data_.pareto[w].empty()) continue;
-        const int env = static_cast<int>(nv) + sw;
-        if (envelopes_[static_cast<std::size_t>(env)].empty()) continue;
-        edges_[v].push_back({w, sw, env});
+        edges_[v].push_back({w, sw});
       }
     }
+    // What a phase's pool can save the phase after it at most: that phase's staging there.
+    saving_.assign(pools, 0.0);
+    for (std::size_t v = 0; v < nv; ++v) {
+      for (const Placement& p : data_.pareto[v]) {
+        saving_[p.pool] = std::max(saving_[p.pool], w.of(p.rate, data_.staging_seconds[p.pool]));
+      }
+    }
+    branches_.resize(pools);
+  }
+
+  // The envelope of the phase a listed switch leads into, after a phase in `pool`: a placement
+  // in another pool stages the data there.
+  int switch_envelope(int index, std::uint32_t pool) {
+    const std::size_t nv = problem_.models.size();
+    if (!options_.later_staging) pool = 0;  // one envelope per switch
+    const std::size_t id = nv + static_cast<std::size_t>(index) * problem_.pools.size() + pool;
+    if (built_[id]) return static_cast<int>(id);
+    built_[id] = true;
+    const Switch& swi = problem_.switching[static_cast<std::size_t>(index)];
+    const auto to = static_cast<std::size_t>(problem_.model_index(swi.to));
+    const Weights& w = options_.weights;
+    const auto& placements = data_.pareto[to];
+    for (std::size_t i = 0; i < placements.size(); ++i) {
+      const Placement& p = placements[i];
+      const bool stages = options_.later_staging && p.pool != pool;
+      const double fixed = problem_.pools[p.pool].startup_seconds + swi.overhead_seconds +
+                           (stages ? data_.staging_seconds[p.pool] : 0.0);
+      envelopes_[id].add({w.of(p.rate, fixed), w.of(p.rate, p.epoch_seconds), fixed,
+                          p.epoch_seconds, static_cast<std::uint32_t>(i),
+                          static_cast<std::uint32_t>(p.pool)});
+    }
+    envelopes_[id].prune();
+    return static_cast<int>(id);
   }
 
   Envelope& envelope(const Node& node) {
@@ -507,7 +558,7 @@ class BoundSearch {
       if (node.epochs + e + need.epochs > ctx_.horizon()) break;
       const double time_need = time_need_at(v, s, x);
       bool any = false;
-      for (const Envelope::Value& phase : phases) {
+      for (const Envelope::Value& phase : branches(node, e, phases)) {
         const double weight = node.weight + phase.weight;
         const double seconds = node.seconds + phase.seconds;
         if (!(weight + need.weight < cut()) || !in_time(seconds + time_need)) continue;
@@ -519,7 +570,7 @@ class BoundSearch {
           child.seconds = seconds;
           child.state = {x.mean + swi.jump_mean, x.variance + swi.jump_stddev * swi.jump_stddev};
           child.epochs = node.epochs + e;
-          child.envelope = edge.envelope;
+          child.envelope = switch_envelope(edge.index, phase.pool);
           child.parent = index;
           child.parent_epochs = e;
           child.parent_placement = phase.placement;
@@ -573,6 +624,28 @@ class BoundSearch {
     }
   }
 
+  // The placements a phase of `epochs` epochs ends in before a switch: the next phase stages its
+  // data unless it stays in the pool, so besides the cheapest, the cheapest in each pool whose
+  // extra weight the next phase's staging there could make up for. With a deadline, `phases`
+  // already holds the fastest for their weight in every pool.
+  std::span<const Envelope::Value> branches(const Node& node, int epochs,
+                                            std::span<const Envelope::Value> phases) {
+    if (options_.deadline || !options_.later_staging) return phases;
+    const Envelope::Value& cheapest = phases.front();
+    envelope(node).cheapest_per_pool(epochs, branches_);
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < branches_.size(); ++k) {
+      const Envelope::Value& v = branches_[k];
+      if (v.pool == cheapest.pool || !(v.weight < cheapest.weight + saving_[k])) continue;
+      branches_[n++] = v;
+    }
+    branches_.resize(n);
+    branches_.push_back(cheapest);
+    std::span<const Envelope::Value> out{branches_};
+    branches_.resize(problem_.pools.size());  // keeps the buffer: `out` stays valid
+    return out;
+  }
+
   // Lower bound on the seconds still needed from a state after an epoch of `model`.
   double time_need_at(std::size_t model, int switches, const LossState& x) {
     if (!options_.time_heuristic) return 0;
@@ -621,10 +694,12 @@ class BoundSearch {
   CostToGo& bound_;
   struct Edge {
     std::size_t to = 0;
-    int index = 0;     // into problem.switching
-    int envelope = 0;  // of the phase it leads into
+    int index = 0;  // into problem.switching
   };
   std::vector<Envelope> envelopes_;
+  std::vector<bool> built_;     // per envelope
+  std::vector<double> saving_;  // per pool (branches())
+  std::vector<Envelope::Value> branches_;
   std::vector<std::vector<Edge>> edges_;  // the listed switches out of each variant
   double target_loss_ = 0;                // L* with the evaluator's tolerance
   std::vector<Node> nodes_;
@@ -674,6 +749,8 @@ constexpr std::size_t kMaxWork = 5'000'000;
 constexpr int kLambdaSteps = 8;
 // The constrained search's effort per class (it branches on placements).
 constexpr std::size_t kConstrainedNodes = 50'000;
+// exact_schedule's effort: epochs stepped through.
+constexpr std::size_t kExactScheduleWork = 1'000'000;
 constexpr int kInitialClasses = 8;
 // Up to this many datasets every selection is its own class from the start.
 constexpr std::size_t kExactSelections = 6;
@@ -857,6 +934,9 @@ class Certifier {
     BoundSearchOptions options;
     options.eta = eta_;
     options.cutoff = target_;
+    // On one selection the later phases' staging is known: the bound counts it, and the
+    // minimiser is then the selection's cheapest plan.
+    options.later_staging = exact(cls);
     // The parent's tables while this class's data are close to those they were built for.
     if (parent.heuristic && data.effective >= parent.e_high * (1 - kHeuristicReach) &&
         data.samples <= parent.samples * (1 + kHeuristicReach)) {
@@ -908,6 +988,7 @@ class Certifier {
     constrained.cutoff = target_;
     constrained.deadline = T;
     constrained.max_nodes = kConstrainedNodes;
+    constrained.later_staging = true;
     Heuristic seconds(ctx_, data, Weights{0, 1}, eta_, constrained.cells);
     constrained.time_heuristic = seconds.table.get();
     const BoundSearchResult c = search(data, constrained, *out.heuristic.heuristic->table);
@@ -968,6 +1049,26 @@ class Certifier {
 };
 
 }  // namespace
+
+std::optional<Plan> exact_schedule(const SearchContext& ctx, const SelectionData& data,
+                                   double cutoff, double eta) {
+  BoundSearchOptions options;
+  options.eta = eta;
+  options.cutoff = cutoff;
+  options.max_work = kExactScheduleWork;
+  options.later_staging = true;
+  std::unique_ptr<Heuristic> seconds;
+  if (const auto& deadline = ctx.problem->target.deadline_seconds) {
+    options.deadline = *deadline;
+    options.max_nodes = kConstrainedNodes;
+    seconds = std::make_unique<Heuristic>(ctx, data, Weights{0, 1}, eta, options.cells);
+    options.time_heuristic = seconds->table.get();
+  }
+  const Heuristic heuristic(ctx, data, options.weights, eta, options.cells);
+  BoundSearchResult r = bound_search(ctx, data, options, *heuristic.table);
+  ctx.report_memory(MemoryUse::LowerBound, 0);
+  return std::move(r.plan);
+}
 
 LowerBound certify_lower_bound(const SearchContext& ctx, double target, double eta,
                                std::optional<double> lambda_hint) {

@@ -13,7 +13,8 @@
 //   bound is below the target (the E range first, then the dataset the knapsack took a fraction
 //   of) until every class is proved or the effort cap is reached.
 // - A phase after the first pays its cheapest placement's startup and no staging (it might
-//   stay in the pool of the phase before).
+//   stay in the pool of the phase before), except on a class of one selection, where the search
+//   knows the pool each phase ends in and charges the staging into another (later_staging).
 // - With a deadline, the bound is Lagrangian: for any lambda >= 0, the least cost + lambda *
 //   seconds minus lambda * T is at most the least cost of a plan within T; lambda is searched
 //   per class.
@@ -70,6 +71,10 @@ struct BoundSearchOptions {
   // same data.
   std::optional<double> deadline;
   CostToGo* time_heuristic = nullptr;
+  // A phase after the first pays its staging when its pool differs from the phase before's
+  // (the search branches on the pools a phase ends in where that can pay); off, it never does,
+  // a weaker bound that a search reaches with fewer nodes.
+  bool later_staging = false;
 };
 
 struct BoundSearchResult {
@@ -99,6 +104,13 @@ struct Heuristic {
 // `heuristic` must have been built for these data and weights, or for a class containing them.
 BoundSearchResult bound_search(const SearchContext& ctx, const SelectionData& data,
                                const BoundSearchOptions& options, CostToGo& heuristic);
+
+// The cheapest plan on one selection that costs less than `cutoff`, by the search above on the
+// selection's own data: exact (no rounding of the loss state), with the deadline when the
+// problem has one; only a later phase's staging is not counted, so callers score the plan.
+// nullopt when the search finds none within its effort.
+std::optional<Plan> exact_schedule(const SearchContext& ctx, const SelectionData& data,
+                                   double cutoff, double eta);
 
 struct LowerBound {
   double cost = 0;

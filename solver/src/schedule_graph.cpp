@@ -108,24 +108,27 @@ std::size_t ScheduleSearch::layer_of(const Label& l, int switches) const {
 }
 
 bool ScheduleSearch::is_goal(const Label& l) const {
-  const double mean = std::max(l.state.mean, grid_.mean_base + l.mean_cell * grid_.mean_step);
-  const double variance = std::max(l.state.variance, l.variance_cell * grid_.variance_step);
-  return meets(ctx_.kappa, ctx_.problem->target.loss, mean, variance);
+  return meets(ctx_.kappa, ctx_.problem->target.loss, l.state.mean, l.state.variance);
 }
 
 bool ScheduleSearch::dominated(const Label& l) const {
   const double weight = l.weight * (1 + 1e-12);
+  // An epoch whose mean stays in its parent's cell is judged only against labels in lower mean
+  // cells: its parent, settled in that cell at less weight, is behind it, not ahead (its exact
+  // mean is higher), and dropping it would end the phase wherever an epoch lowers the mean by
+  // less than a cell (close to the floor, or with slow decay).
+  const std::int32_t mean_cell = l.stalled ? l.mean_cell - 1 : l.mean_cell;
   if (!options_.fewer_epochs_reexpand) {
     // The label's own layer first: most labels dropped are beaten by one with the same history.
     for (int s = l.switches; s >= 0; --s) {
       const DominanceIndex& index = index_[layer_of(l, s)];
-      if (!index.empty() && index.covers(l.mean_cell, l.variance_cell, weight)) return true;
+      if (!index.empty() && index.covers(mean_cell, l.variance_cell, weight)) return true;
     }
     return false;
   }
   for (int s = 0; s <= l.switches; ++s) {
     for (const FrontierEntry& e : frontier_[layer_of(l, s)]) {
-      if (e.mean_cell <= l.mean_cell && e.variance_cell <= l.variance_cell && e.weight <= weight &&
+      if (e.mean_cell <= mean_cell && e.variance_cell <= l.variance_cell && e.weight <= weight &&
           (!options_.fewer_epochs_reexpand || e.epochs <= l.epochs)) {
         return true;
       }
@@ -179,6 +182,11 @@ void ScheduleSearch::push(Label label) {
   // the heap entries it saves.
   // The bound at the bottom of the label's cell: the same for every label that merges there.
   const double mean_low = grid_.mean_base + (label.mean_cell - 1) * grid_.mean_step;
+  // A phase that stays in its cell is kept going where it could still end the plan by itself
+  // within H (a continuation towards a switch loses at most its cell by the merge).
+  label.stalled = !label.phase_start && label.mean_cell == labels_[label.parent].mean_cell &&
+                  label.epochs + cost_to_go_.epochs(label.model, ctx_.max_switches(), mean_low) <=
+                      ctx_.horizon();
   // The first phase's labels: a selection (or first variant) that cannot reach the guarantee
   // within H even in the relaxation is not searched at all. Only there: cutting later labels
   // would hide from the horizon-exact mode the labels it exists for.

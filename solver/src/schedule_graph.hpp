@@ -7,10 +7,10 @@
 //
 // Each label carries the exact loss state of its own path; the rounded-up cells decide which
 // labels are dominated (a label is dropped when a settled one in the same layer has no more
-// weight and no higher cells; for the same vertex that is the usual "first one wins") and
-// whether a vertex is a goal.
-// Because the rounded state is >= the exact one and the updates are monotone, every goal meets the
-// guarantee exactly; callers still re-check every plan with the exact arithmetic.
+// weight and no higher cells; for the same vertex that is the usual "first one wins"), except
+// that an epoch leaving the mean in its parent's cell is compared only with lower mean cells
+// (its parent is behind it, not ahead). A label is a goal when its exact state meets the
+// guarantee, so every goal does; callers still re-check every plan with the exact arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +83,7 @@ class ScheduleSearch {
     std::int32_t mean_cell = 0;      // rounded-up loss mean
     std::int32_t variance_cell = 0;  // rounded-up loss variance
     bool phase_start = false;
+    bool stalled = false;  // an epoch that left the mean in its parent's cell
   };
   // A settled label as the dominance test sees it.
   struct FrontierEntry {

@@ -103,6 +103,31 @@ std::vector<Candidate> single_phase_plans(const SearchContext& ctx, SelectionSol
   return out;
 }
 
+// The expanded graph rounds the loss state to decide which paths to keep, so on a selection it
+// may miss the cheapest schedule by an epoch or a phase. The exact search (no rounding) re-plans
+// the best plan's selection and the next cheapest selections, each against the best plan so far.
+constexpr std::size_t kExactSelections = 3;
+
+void exact_schedules(const SearchContext& ctx, SelectionSolver& solver, double eta,
+                     Candidate& best) {
+  std::vector<std::vector<std::size_t>> selections{best.plan.datasets};
+  for (const Candidate& c : ranked_plans(solver)) {
+    if (selections.size() >= kExactSelections) break;
+    if (std::find(selections.begin(), selections.end(), c.plan.datasets) == selections.end()) {
+      selections.push_back(c.plan.datasets);
+    }
+  }
+  for (const auto& datasets : selections) {
+    if (ctx.out_of_budget_now()) return;
+    const SelectionData& data = solver.data(datasets);
+    std::optional<Plan> plan = exact_schedule(ctx, data, best.score.cost, eta);
+    if (!plan) continue;
+    Candidate c{std::move(*plan), {}};
+    c.score = score_plan(ctx, data, c.plan);
+    if (c.score.feasible() && better(c, best)) best = std::move(c);
+  }
+}
+
 }  // namespace
 
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
@@ -117,6 +142,7 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
     if (c.score.deadline && (!best || better(c, *best))) best = c;
   }
   const bool exp = algorithm == Algorithm::Exp;
+  if (!exp && best && best->score.budget) exact_schedules(ctx, solver, options.eta, *best);
 
   if (best && best->score.budget) {
     // The selection's best first, then the others, in case the exact evaluator disagrees.

@@ -167,10 +167,9 @@ TEST(LowerBound, ClassDataRelaxEverySelectionInTheClass) {
   EXPECT_GT(checked, 1000u);
 }
 
-// The certificate's searches may find a plan cheaper than the expanded graph's; DepL returns
-// it, so its plan with the certificate is never dearer than without, and still feasible.
+// The certificate's searches may find a plan cheaper than the plan's search; DepL returns it,
+// so its plan with the certificate is never dearer than without, and still feasible.
 TEST(LowerBound, CertificateOnlyEverLowersThePlansCost) {
-  int cheaper = 0;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     const Problem p = testing::paper_like_instance(seed);
     const SolveResult graph = run(p, Algorithm::DepL, false);
@@ -181,9 +180,7 @@ TEST(LowerBound, CertificateOnlyEverLowersThePlansCost) {
     EXPECT_LE(certified.certificate.lower_bound, certified.figures.cost) << "seed " << seed;
     EXPECT_TRUE(certified.certificate.complete) << "seed " << seed;
     EXPECT_LE(certified.certificate.gap, 0.01) << "seed " << seed;
-    cheaper += certified.figures.cost < graph.figures.cost * (1 - 1e-6);
   }
-  EXPECT_GT(cheaper, 0);  // seed 18: 0.451 -> 0.403
 }
 
 }  // namespace

@@ -191,3 +191,37 @@ TEST(PytorchExample, WithoutTheDeadlineOneWorkerPerPhaseAndFullCannotPromiseTheT
 
 }  // namespace
 }  // namespace depl::solver
+
+// At target 0.42 and P 0.95 the cheapest dependable plans meet the target with almost no margin
+// (full alone on the clean shards for the whole horizon by 2e-5): the expanded graph's rounded
+// cells must not hide them. Any plan found must be the evaluator's feasible one.
+namespace depl::solver {
+namespace {
+
+TEST(PytorchExample, APlanThatMeetsTheTargetByAHairIsFound) {
+  Problem problem = pytorch_example();
+  problem.target.deadline_seconds.reset();
+  problem.target.loss = 0.42;
+  problem.target.probability = 0.95;
+  auto result = solve(problem);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  ASSERT_TRUE(result->feasible) << result->reason;
+  const Figures figures = evaluate(problem, result->plan);
+  EXPECT_TRUE(figures.feasible);
+  EXPECT_GE(figures.probability, 0.95);
+  // Never dearer than full alone on the clean shards (the plan that meets it by 2e-5).
+  Plan full_alone;
+  for (const char* clean : {"shard0", "shard1", "shard2", "shard3"}) {
+    full_alone.datasets.push_back(index_or_fail(problem.dataset_index(clean)));
+  }
+  std::sort(full_alone.datasets.begin(), full_alone.datasets.end());
+  const std::size_t full = index_or_fail(problem.model_index("full"));
+  const std::size_t cpu = index_or_fail(problem.pool_index("cpu"));
+  full_alone.phases.push_back({full, problem.training.max_epochs, cpu, 1});
+  const Figures reference = evaluate(problem, full_alone);
+  ASSERT_TRUE(reference.feasible) << "the reference plan: " << reference.violations.front();
+  EXPECT_LE(result->figures.cost, reference.cost * (1 + 1e-9));
+}
+
+}  // namespace
+}  // namespace depl::solver
