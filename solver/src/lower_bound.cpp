@@ -842,7 +842,13 @@ class Certifier {
         final_classes.push_back(std::move(top));
         continue;
       }
-      for (SelectionClass& part : parts) open.push(evaluate(part, top.heuristic));
+      for (SelectionClass& part : parts) {
+        Evaluated e = evaluate(part, top.heuristic);
+        // A part's selections are the class's: the class's bound holds for them too (a part's own
+        // search may have been cut by the effort cap before it proved as much).
+        e.bound = std::max(e.bound, top.bound);
+        open.push(std::move(e));
+      }
     }
     double bound = target_;
     if (!open.empty()) bound = std::min(bound, open.top().bound);
