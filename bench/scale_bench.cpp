@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
 
@@ -44,6 +45,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using depl::devcluster::ResourceRef;
+using depl::json_string;
 using Clock = std::chrono::steady_clock;
 using Seconds = std::chrono::duration<double>;
 
@@ -71,11 +73,6 @@ struct Options {
 const ResourceRef kJobs{"depl.dev", "v1alpha1", "dependabletrainingjobs", "", "", ""};
 const ResourceRef kPods{"", "v1", "pods", "", "", ""};
 constexpr int kNamespaces = 10;  // the unrelated pods are spread over these (plus "default")
-
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // ---- the cluster and the jobs ------------------------------------------------------------
 
@@ -410,7 +407,7 @@ class Observer {
     if (!event.object || event.type == "DELETED") return;
     const json& job = *event.object;
     const json& meta = job["metadata"];
-    JobTimes& t = jobs_[str(meta, "name")];
+    JobTimes& t = jobs_[json_string(meta, "name")];
     if (!t.created) t.created = event.queued;
     if (t.planned) return;
     const auto status = job.find("status");
@@ -418,9 +415,9 @@ class Observer {
     const auto conditions = status->find("conditions");
     if (conditions == status->end() || !conditions->is_array()) return;
     for (const auto& c : *conditions) {
-      if (!c.is_object() || str(c, "type") != "Planned") continue;
+      if (!c.is_object() || json_string(c, "type") != "Planned") continue;
       t.planned = event.queued;
-      t.feasible = str(c, "status") == "True";
+      t.feasible = json_string(c, "status") == "True";
       last_planned_ = event.queued;
       ++planned_;
       if (t.feasible) ++feasible_;
@@ -432,7 +429,7 @@ class Observer {
     const json& meta = (*event.object)["metadata"];
     const auto labels = meta.find("labels");
     if (labels == meta.end() || !labels->is_object()) return;
-    const std::string job = str(*labels, "depl.dev/job");
+    const std::string job = json_string(*labels, "depl.dev/job");
     if (job.empty()) return;
     JobTimes& t = jobs_[job];
     if (t.first_pod) return;
@@ -538,7 +535,7 @@ std::optional<RunResult> run_once(const Options& o, int run) {
     auto nodes = store.list(ResourceRef{"", "v1", "nodes", "", "", ""});
     std::vector<std::string> node_names;
     for (const auto& n : nodes.body.value("items", json::array()))
-      node_names.push_back(str(n["metadata"], "name"));
+      node_names.push_back(json_string(n["metadata"], "name"));
     for (int i = 0; i < o.cached_pods; ++i) {
       json pod = background_pod(i, node_names[static_cast<std::size_t>(i) % node_names.size()]);
       const std::string ns = pod["metadata"]["namespace"];

@@ -7,11 +7,21 @@ namespace depl {
 
 using nlohmann::json;
 
+const json* json_find(const json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it != object.end() ? &*it : nullptr;
+}
+
+const json* json_find_non_null(const json& object, std::string_view key) {
+  const json* value = json_find(object, key);
+  return value != nullptr && !value->is_null() ? value : nullptr;
+}
+
 const json& json_member(const json& object, std::string_view key) {
   static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
+  const json* value = json_find(object, key);
+  return value != nullptr ? *value : kNull;
 }
 
 const json& json_at(const json& object, std::initializer_list<std::string_view> path) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/kube/runtime/controller.hpp"
 
 namespace depl::controller {
@@ -14,11 +15,6 @@ std::tuple<std::string, std::string, std::string> object_id(const std::string& k
                                                             const std::string& ns,
                                                             const std::string& name) {
   return {kind, ns, name};
-}
-
-std::string text(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -50,7 +46,8 @@ void CreateExpectations::observed(const std::string& kind, const json& object) {
   std::lock_guard lock(mutex_);
   auto it = by_owner_.find(owner);
   if (it == by_owner_.end()) return;
-  it->second.objects.erase(object_id(kind, text(meta, "namespace"), text(meta, "name")));
+  it->second.objects.erase(
+      object_id(kind, json_string(meta, "namespace"), json_string(meta, "name")));
   if (it->second.objects.empty()) by_owner_.erase(it);
 }
 

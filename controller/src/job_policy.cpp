@@ -4,27 +4,19 @@
 
 #include <algorithm>
 
+#include "depl/common/json_fields.hpp"
+
 namespace depl::controller {
 
 using nlohmann::json;
 
 namespace {
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string text(const json& object, const char* key) {
-  const json* v = member(object, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 // A toleration as Kubernetes compares them: operator defaults to Equal.
 std::string toleration_key(const json& t) {
-  const std::string op = text(t, "operator").empty() ? "Equal" : text(t, "operator");
-  return fmt::format("{}|{}|{}|{}", text(t, "key"), op, text(t, "value"), text(t, "effect"));
+  const std::string op = json_string(t, "operator").empty() ? "Equal" : json_string(t, "operator");
+  return fmt::format("{}|{}|{}|{}", json_string(t, "key"), op, json_string(t, "value"),
+                     json_string(t, "effect"));
 }
 
 std::string describe_list(const std::vector<std::string>& items) {
@@ -46,7 +38,7 @@ bool image_allowed(const std::string& image, const std::vector<std::string>& pat
 }
 
 Expected<json> list_in(const json& data, const char* key) {
-  const json* value = member(data, key);
+  const json* value = json_find(data, key);
   if (value == nullptr) return json();
   const json parsed = value->is_string() ? json::parse(value->get<std::string>(), nullptr, false)
                                          : json(json::value_t::discarded);
@@ -62,7 +54,7 @@ Expected<json> list_in(const json& data, const char* key) {
 
 Expected<JobPolicy> parse_job_policy(const json& config_map) {
   JobPolicy policy;
-  const json* data = member(config_map, "data");
+  const json* data = json_find(config_map, "data");
   if (data == nullptr) return policy;
   auto accounts = list_in(*data, "serviceAccounts");
   if (!accounts) return unexpected(accounts.error());
@@ -107,10 +99,10 @@ Expected<JobPolicy> parse_job_policy(const json& config_map) {
 
 std::vector<std::string> check_job_policy(const json& job, const JobPolicy& policy) {
   std::vector<std::string> problems;
-  const json* spec = member(job, "spec");
+  const json* spec = json_find(job, "spec");
   if (spec == nullptr) return problems;
-  if (const json* pt = member(*spec, "podTemplate"); pt != nullptr && pt->is_object()) {
-    const std::string sa = text(*pt, "serviceAccountName");
+  if (const json* pt = json_find(*spec, "podTemplate"); pt != nullptr && pt->is_object()) {
+    const std::string sa = json_string(*pt, "serviceAccountName");
     if (!sa.empty() && std::find(policy.service_accounts.begin(), policy.service_accounts.end(),
                                  sa) == policy.service_accounts.end()) {
       problems.push_back(fmt::format(
@@ -119,7 +111,7 @@ std::vector<std::string> check_job_policy(const json& job, const JobPolicy& poli
           "jobPolicy.serviceAccounts)",
           sa, describe_list(policy.service_accounts)));
     }
-    if (const json* tolerations = member(*pt, "tolerations");
+    if (const json* tolerations = json_find(*pt, "tolerations");
         tolerations != nullptr && tolerations->is_array()) {
       std::vector<std::string> allowed;
       for (const auto& t : policy.tolerations) allowed.push_back(toleration_key(t));
@@ -137,9 +129,9 @@ std::vector<std::string> check_job_policy(const json& job, const JobPolicy& poli
       }
     }
   }
-  if (const json* models = member(*spec, "models"); models != nullptr && models->is_array()) {
+  if (const json* models = json_find(*spec, "models"); models != nullptr && models->is_array()) {
     for (std::size_t i = 0; i < models->size(); ++i) {
-      const std::string image = text((*models)[i], "image");
+      const std::string image = json_string((*models)[i], "image");
       if (image.empty() || image_allowed(image, policy.images)) continue;
       problems.push_back(fmt::format(
           "spec.models[{}].image: \"{}\" is not allowed by the operator's job policy (allowed: "

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/kubernetes_names.hpp"
 #include "depl/common/quantity.hpp"
 #include "depl/controller/worker_pods.hpp"
@@ -49,13 +50,6 @@ std::string item_path(const std::string& list_path, std::size_t index) {
   return fmt::format("{}[{}]", list_path, index);
 }
 
-// The member `key` of `object` unless absent or null.
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
 void unknown_fields(const json& object, const std::string& path,
                     std::initializer_list<std::string_view> known, Problems& p) {
   std::string allowed;
@@ -76,7 +70,7 @@ constexpr const char* kQualifiedNameRule =
 // A string member, reporting a value of another kind.
 std::optional<std::string> string_member(const json& object, const char* key,
                                          const std::string& path, Problems& p) {
-  const json* value = member(object, key);
+  const json* value = json_find_non_null(object, key);
   if (!value) return std::nullopt;
   if (!value->is_string()) {
     p.add(key_path(path, key), fmt::format("must be a string, got {}", describe(*value)));
@@ -88,7 +82,7 @@ std::optional<std::string> string_member(const json& object, const char* key,
 // ---- models[].image, resources, env ----------------------------------------------------------
 
 void check_image(const json& model, const std::string& path, Problems& p) {
-  const json* image = member(model, "image");
+  const json* image = json_find_non_null(model, "image");
   if (!image || !image->is_string()) return;  // the solver reports it
   const std::string& text = image->get_ref<const std::string&>();
   if (!text.empty() && (std::isspace(static_cast<unsigned char>(text.front())) ||
@@ -118,7 +112,7 @@ struct Quantities {
 Quantities read_quantities(const json& resources, const char* which, const std::string& path,
                            Problems& p) {
   Quantities out;
-  const json* list = member(resources, which);
+  const json* list = json_find_non_null(resources, which);
   if (!list) return out;
   const std::string list_path = fmt::format("{}.{}", path, which);
   if (!list->is_object()) {
@@ -194,7 +188,7 @@ void check_env(const json& env, const std::string& path, Problems& p) {
     }
     unknown_fields(var, var_path, {"name", "value"}, p);
     (void)string_member(var, "value", var_path, p);
-    const json* name_value = member(var, "name");
+    const json* name_value = json_find_non_null(var, "name");
     if (!name_value) {
       p.add(var_path + ".name", "is required");
       continue;
@@ -273,7 +267,7 @@ void check_toleration(const json& t, const std::string& path, Problems& p) {
     p.add(path + ".effect", fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute, got {}",
                                         describe(effect)));
   }
-  if (const json* seconds = member(t, "tolerationSeconds")) {
+  if (const json* seconds = json_find_non_null(t, "tolerationSeconds")) {
     if (!seconds->is_number_integer()) {
       p.add(path + ".tolerationSeconds",
             fmt::format("must be a whole number of seconds, got {}", describe(*seconds)));
@@ -296,10 +290,10 @@ void check_pod_template(const json& pt, const std::string& path, Problems& p) {
                         kSubdomainRule));
     }
   }
-  if (const json* selector = member(pt, "nodeSelector")) {
+  if (const json* selector = json_find_non_null(pt, "nodeSelector")) {
     check_node_selector(*selector, path + ".nodeSelector", p);
   }
-  if (const json* tolerations = member(pt, "tolerations")) {
+  if (const json* tolerations = json_find_non_null(pt, "tolerations")) {
     if (!tolerations->is_array()) {
       p.add(path + ".tolerations", fmt::format("must be a list, got {}", describe(*tolerations)));
     } else {
@@ -325,19 +319,21 @@ std::optional<std::string> check_claim(const json& object, const std::string& pa
 
 void check_volumes(const json& spec, Problems& p) {
   std::map<std::string, std::string> dataset_mounts;  // mount path -> dataset path
-  if (const json* datasets = member(spec, "datasets"); datasets && datasets->is_array()) {
+  if (const json* datasets = json_find_non_null(spec, "datasets");
+      datasets && datasets->is_array()) {
     for (std::size_t i = 0; i < datasets->size(); ++i) {
-      const json* source = member((*datasets)[i], "source");
+      const json* source = json_find_non_null((*datasets)[i], "source");
       if (!source || !source->is_object()) continue;  // the CRD's schema says what it must be
       const std::string path = item_path("spec.datasets", i);
       if (check_claim(*source, path + ".source", p)) {
-        if (const json* name = member((*datasets)[i], "name"); name && name->is_string())
+        if (const json* name = json_find_non_null((*datasets)[i], "name");
+            name && name->is_string())
           dataset_mounts.emplace("/data/" + name->get<std::string>(), path);
       }
       (void)string_member(*source, "uri", path + ".source", p);
     }
   }
-  const json* checkpoint = member(spec, "checkpoint");
+  const json* checkpoint = json_find_non_null(spec, "checkpoint");
   if (!checkpoint || !checkpoint->is_object()) return;
   const bool has_claim = check_claim(*checkpoint, "spec.checkpoint", p).has_value();
   auto path = string_member(*checkpoint, "path", "spec.checkpoint", p);
@@ -361,9 +357,9 @@ void check_volumes(const json& spec, Problems& p) {
 // The length bound leaves room for the shortest suffix, "-p0-w0"; a plan with ten phases or ten
 // workers needs more, which the API server's refusal reports (creation_rejection.hpp).
 void check_job_name(const json& job, Problems& p) {
-  const json* metadata = member(job, "metadata");
+  const json* metadata = json_find_non_null(job, "metadata");
   if (!metadata || !metadata->is_object()) return;
-  const json* name = member(*metadata, "name");
+  const json* name = json_find_non_null(*metadata, "name");
   if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) return;
   const std::string& n = name->get_ref<const std::string&>();
   constexpr std::size_t kLongest = 63 - std::char_traits<char>::length("-p0-w0");
@@ -386,21 +382,21 @@ void check_job_name(const json& job, Problems& p) {
 
 std::vector<std::string> validate_worker_fields(const json& job) {
   Problems p;
-  const json* spec = member(job, "spec");
+  const json* spec = json_find_non_null(job, "spec");
   if (!spec || !spec->is_object()) return {};
   check_job_name(job, p);
-  if (const json* models = member(*spec, "models"); models && models->is_array()) {
+  if (const json* models = json_find_non_null(*spec, "models"); models && models->is_array()) {
     for (std::size_t i = 0; i < models->size(); ++i) {
       const json& model = (*models)[i];
       if (!model.is_object()) continue;
       const std::string path = item_path("spec.models", i);
       check_image(model, path, p);
-      if (const json* resources = member(model, "resources"))
+      if (const json* resources = json_find_non_null(model, "resources"))
         check_resources(*resources, path + ".resources", p);
-      if (const json* env = member(model, "env")) check_env(*env, path + ".env", p);
+      if (const json* env = json_find_non_null(model, "env")) check_env(*env, path + ".env", p);
     }
   }
-  if (const json* pod_template = member(*spec, "podTemplate"))
+  if (const json* pod_template = json_find_non_null(*spec, "podTemplate"))
     check_pod_template(*pod_template, "spec.podTemplate", p);
   check_volumes(*spec, p);
   return p.take();

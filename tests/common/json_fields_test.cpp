@@ -32,5 +32,21 @@ TEST(JsonFields, ReadsWhatIsThereAndNothingElse) {
   EXPECT_EQ(json_bool(pod, "count"), std::nullopt);
 }
 
+TEST(JsonFields, FindTellsANullFieldFromAMissingOne) {
+  const json object = {{"set", 1}, {"cleared", nullptr}};
+  ASSERT_NE(json_find(object, "set"), nullptr);
+  EXPECT_EQ(*json_find(object, "set"), 1);
+  ASSERT_NE(json_find(object, "cleared"), nullptr) << "a field set to null is there";
+  EXPECT_TRUE(json_find(object, "cleared")->is_null());
+  EXPECT_EQ(json_find(object, "missing"), nullptr);
+  EXPECT_EQ(json_find(json::array({1}), "set"), nullptr) << "an array has no fields";
+  EXPECT_EQ(json_find(json("text"), "set"), nullptr);
+
+  EXPECT_NE(json_find_non_null(object, "set"), nullptr);
+  EXPECT_EQ(json_find_non_null(object, "cleared"), nullptr) << "null reads as not set";
+  EXPECT_EQ(json_find_non_null(object, "missing"), nullptr);
+  EXPECT_EQ(json_find_non_null(json(), "set"), nullptr);
+}
+
 }  // namespace
 }  // namespace depl

@@ -2,19 +2,16 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
+
 namespace depl::e2e {
 
 using nlohmann::json;
 
 namespace {
 
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::string label(const json& pod, const char* key) {
-  return str(pod["metadata"].value("labels", json::object()), key);
+  return json_string(pod["metadata"].value("labels", json::object()), key);
 }
 
 int int_quantity(const json& v) {
@@ -40,7 +37,7 @@ int gpu_request(const json& pod) {
 }
 
 bool pod_terminal(const json& pod) {
-  const std::string phase = str(pod.value("status", json::object()), "phase");
+  const std::string phase = json_string(pod.value("status", json::object()), "phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -107,11 +104,12 @@ void PodRecorder::run(std::stop_token stop) {
     }
     if (!event->object) continue;
     const json& pod = *event->object;
-    const std::string key = str(pod["metadata"], "namespace") + "/" + str(pod["metadata"], "name");
+    const std::string key =
+        json_string(pod["metadata"], "namespace") + "/" + json_string(pod["metadata"], "name");
     std::lock_guard lock(mutex_);
     if (event->type == "ADDED") {
       created_.push_back(pod);
-      incarnations_[key].push_back(str(pod["metadata"], "uid"));
+      incarnations_[key].push_back(json_string(pod["metadata"], "uid"));
       live_[key] = pod;
     } else if (event->type == "MODIFIED") {
       live_[key] = pod;
@@ -121,7 +119,7 @@ void PodRecorder::run(std::stop_token stop) {
     } else {
       continue;
     }
-    check(str(pod["spec"], "nodeName"));
+    check(json_string(pod["spec"], "nodeName"));
   }
 }
 
@@ -134,7 +132,7 @@ void PodRecorder::check(const std::string& changed_node) {
     const std::string job = label(pod, "depl.dev/job");
     if (job.empty() || pod_terminal(pod)) continue;
     const std::string slot =
-        fmt::format("{}/{} phase {} rank {}", str(pod["metadata"], "namespace"), job,
+        fmt::format("{}/{} phase {} rank {}", json_string(pod["metadata"], "namespace"), job,
                     label(pod, "depl.dev/phase"), label(pod, "depl.dev/rank"));
     by_slot[slot].push_back(key);
   }
@@ -153,7 +151,7 @@ void PodRecorder::check(const std::string& changed_node) {
           node.body["status"].value("allocatable", json::object()).value("nvidia.com/gpu", json()));
       int bound = 0;
       for (const auto& [key, pod] : live_) {
-        if (str(pod["spec"], "nodeName") == changed_node && !pod_terminal(pod))
+        if (json_string(pod["spec"], "nodeName") == changed_node && !pod_terminal(pod))
           bound += gpu_request(pod);
       }
       if (bound > capacity) {
@@ -174,7 +172,7 @@ void PodRecorder::check(const std::string& changed_node) {
   for (const auto& [key, pod] : live_) {
     if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
     const std::string pool =
-        str(pod["spec"].value("nodeSelector", json::object()), "depl.dev/pool");
+        json_string(pod["spec"].value("nodeSelector", json::object()), "depl.dev/pool");
     if (!pool.empty()) promised[pool] += gpu_request(pod);
   }
   for (const auto& [pool, gpus] : promised) {

@@ -4,32 +4,27 @@
 
 #include <set>
 
+#include "depl/common/json_fields.hpp"
+
 namespace depl::e2e {
 
 using nlohmann::json;
 
 namespace {
 
-const json& field(const json& j, const char* key) {
-  static const json null;
-  if (!j.is_object()) return null;
-  auto it = j.find(key);
-  return it == j.end() ? null : *it;
-}
-
+// A number of the status, 0 where it has none yet.
 double number(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_number() ? v.get<double>() : 0.0;
+  return json_number(j, key).value_or(0.0);
 }
 
 std::string phase_of(const json& status) {
-  const json& p = field(status, "phase");
+  const json& p = json_member(status, "phase");
   return p.is_string() ? p.get<std::string>() : "";
 }
 
 std::set<std::pair<int, int>> history_of(const json& status) {
   std::set<std::pair<int, int>> out;
-  const json& history = field(field(status, "progress"), "history");
+  const json& history = json_member(json_member(status, "progress"), "history");
   if (!history.is_array()) return out;
   for (const auto& h : history) {
     out.insert({static_cast<int>(number(h, "phase")), static_cast<int>(number(h, "epoch"))});
@@ -81,14 +76,14 @@ void StatusRecorder::run(std::stop_token stop) {
     }
     if (!event->object || (event->type != "ADDED" && event->type != "MODIFIED")) continue;
     const json& job = *event->object;
-    const std::string name = field(field(job, "metadata"), "name").get<std::string>();
-    const json& status = field(job, "status");
+    const std::string name = json_member(json_member(job, "metadata"), "name").get<std::string>();
+    const json& status = json_member(job, "status");
     std::lock_guard lock(mutex_);
     auto& seen = statuses_[name];
     if (!seen.empty() && seen.back() == status) continue;  // a spec or metadata change
     if (!seen.empty()) check(name, seen.back(), status);
     seen.push_back(status);
-    const json& history = field(field(status, "progress"), "history");
+    const json& history = json_member(json_member(status, "progress"), "history");
     if (history.is_array()) {
       for (const auto& h : history) {
         reported_[name][{static_cast<int>(number(h, "phase")),
@@ -104,16 +99,16 @@ void StatusRecorder::check(const std::string& name, const json& before, const js
   auto violation = [&](const std::string& what) {
     violations_.push_back(fmt::format("job {}, status #{}: {}", name, version, what));
   };
-  const json& p0 = field(before, "progress");
-  const json& p1 = field(after, "progress");
+  const json& p0 = json_member(before, "progress");
+  const json& p1 = json_member(after, "progress");
   for (const char* key : {"epoch", "phase", "cost", "seconds"}) {
     if (number(p1, key) < number(p0, key)) {
       violation(fmt::format("progress.{} went back from {} to {}", key, number(p0, key),
                             number(p1, key)));
     }
   }
-  const double rev0 = number(field(before, "plan"), "revision");
-  const double rev1 = number(field(after, "plan"), "revision");
+  const double rev0 = number(json_member(before, "plan"), "revision");
+  const double rev1 = number(json_member(after, "plan"), "revision");
   if (rev1 < rev0) violation(fmt::format("plan.revision went back from {} to {}", rev0, rev1));
   const std::string phase0 = phase_of(before);
   if ((phase0 == "Succeeded" || phase0 == "Failed") && phase_of(after) != phase0) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "depl/cli/plan_report.hpp"
+#include "depl/common/json_fields.hpp"
 #include "depl/solver/evaluator.hpp"
 #include "depl/solver/parse.hpp"
 
@@ -16,19 +17,14 @@ using nlohmann::json;
 
 namespace {
 
-std::string string_at(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::vector<ConditionView> conditions_of(const json& status) {
   std::vector<ConditionView> out;
   auto it = status.find("conditions");
   if (it == status.end() || !it->is_array()) return out;
   for (const json& c : *it) {
     if (!c.is_object()) continue;
-    out.push_back({string_at(c, "type"), string_at(c, "status"), string_at(c, "reason"),
-                   string_at(c, "message"), string_at(c, "lastTransitionTime")});
+    out.push_back({json_string(c, "type"), json_string(c, "status"), json_string(c, "reason"),
+                   json_string(c, "message"), json_string(c, "lastTransitionTime")});
   }
   return out;
 }
@@ -108,18 +104,18 @@ Expected<JobStatusView> build_status_view(const json& job) {
   if (!job.is_object() || !job.contains("metadata") || !job["metadata"].is_object()) {
     return error("not a Kubernetes object: metadata is missing");
   }
-  if (const std::string kind = string_at(job, "kind"); kind != "DependableTrainingJob") {
+  if (const std::string kind = json_string(job, "kind"); kind != "DependableTrainingJob") {
     return error(fmt::format("kind: expected DependableTrainingJob, got \"{}\"", kind));
   }
   JobStatusView view;
-  view.name = string_at(job["metadata"], "name");
-  view.namespace_ = string_at(job["metadata"], "namespace");
+  view.name = json_string(job["metadata"], "name");
+  view.namespace_ = json_string(job["metadata"], "namespace");
   const json status =
       job.contains("status") && job["status"].is_object() ? job["status"] : json::object();
-  view.phase = string_at(status, "phase");
-  view.message = string_at(status, "message");
-  view.started_at = string_at(status, "startedAt");
-  view.finished_at = string_at(status, "finishedAt");
+  view.phase = json_string(status, "phase");
+  view.message = json_string(status, "message");
+  view.started_at = json_string(status, "startedAt");
+  view.finished_at = json_string(status, "finishedAt");
   if (view.phase.empty()) {
     view.phase = "Pending";
     if (status.empty()) view.notes.emplace_back("the controller has not written a status yet");
@@ -131,7 +127,7 @@ Expected<JobStatusView> build_status_view(const json& job) {
   }
   view.progress = controller::progress_from_json(status);
   if (auto it = status.find("progress"); it != status.end() && it->is_object()) {
-    view.progress_model = string_at(*it, "model");
+    view.progress_model = json_string(*it, "model");
   }
 
   // As the controller reads it: a job stored past the solver's limits still has its prediction.

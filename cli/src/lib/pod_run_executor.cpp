@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/kube/resource.hpp"
 
 namespace depl::cli {
@@ -25,12 +26,6 @@ json member(const json& object, const char* key, const json& empty = json::objec
   const auto it = object.find(key);
   if (it == object.end() || it->type() != empty.type()) return empty;
   return *it;
-}
-
-std::string text(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // A container that waits for one of these will not start without someone fixing the pod.
@@ -67,11 +62,12 @@ std::string termination(const json& pod) {
     const auto code = t.find("exitCode");
     std::string out = fmt::format(
         "exit code {}", code != t.end() && code->is_number_integer() ? code->get<int>() : -1);
-    if (const std::string reason = text(t, "reason"); !reason.empty()) out += " (" + reason + ")";
+    if (const std::string reason = json_string(t, "reason"); !reason.empty())
+      out += " (" + reason + ")";
     return out;
   }
-  const std::string reason = text(status, "reason");
-  const std::string message = text(status, "message");
+  const std::string reason = json_string(status, "reason");
+  const std::string message = json_string(status, "message");
   return message.empty() ? reason : reason + ": " + message;
 }
 
@@ -112,7 +108,7 @@ class PodBatch {
       }
       std::map<std::string, json> by_name;
       for (json& pod : (*pods)["items"]) {
-        std::string pod_name = text(member(pod, "metadata"), "name");
+        std::string pod_name = json_string(member(pod, "metadata"), "name");
         by_name.emplace(std::move(pod_name), std::move(pod));
       }
       for (auto it = in_flight_.begin(); it != in_flight_.end();) {
@@ -170,7 +166,7 @@ class PodBatch {
     const ProfileRun& run = runs_[s.run];
     const std::string what = fmt::format("{}: {}", run.label, run.steps[s.step].what);
     const json status = member(pod, "status");
-    const std::string phase = text(status, "phase");
+    const std::string phase = json_string(status, "phase");
     if (phase == "Failed") {
       auto log = read_log(name);
       return error(fmt::format(
@@ -193,10 +189,10 @@ class PodBatch {
     }
     for (const json& c : member(status, "containerStatuses", json::array())) {
       const json waiting = member(member(c, "state"), "waiting");
-      const std::string reason = text(waiting, "reason");
+      const std::string reason = json_string(waiting, "reason");
       if (hopeless_waiting_reason(reason)) {
         return error(fmt::format("{}: pod {} cannot start its container: {}: {} (--image {})", what,
-                                 name, reason, text(waiting, "message"), o_.image));
+                                 name, reason, json_string(waiting, "message"), o_.image));
       }
     }
     const auto since = created_at_.find(name);
@@ -205,11 +201,11 @@ class PodBatch {
         std::chrono::steady_clock::now() - since->second >= o_.start_timeout) {
       std::string why = "not scheduled yet";
       for (const json& c : member(status, "conditions", json::array())) {
-        if (text(c, "type") == "PodScheduled" && text(c, "status") == "False") {
-          why = fmt::format("{}: {}", text(c, "reason"), text(c, "message"));
+        if (json_string(c, "type") == "PodScheduled" && json_string(c, "status") == "False") {
+          why = fmt::format("{}: {}", json_string(c, "reason"), json_string(c, "message"));
         }
       }
-      if (!text(member(pod, "spec"), "nodeName").empty() && why == "not scheduled yet") {
+      if (!json_string(member(pod, "spec"), "nodeName").empty() && why == "not scheduled yet") {
         why = "scheduled, its container not started";
       }
       return error(

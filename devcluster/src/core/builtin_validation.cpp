@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/kubernetes_names.hpp"
 #include "depl/common/quantity.hpp"
 
@@ -291,18 +292,6 @@ const char* kConfigKey =
     "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
     "'[-._a-zA-Z0-9]+')";
 
-std::string text_of(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const json& member(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
 std::string supported(const std::vector<std::string>& values) {
   std::string out;
   for (const auto& v : values) out += (out.empty() ? "" : ", ") + quoted(v);
@@ -347,16 +336,16 @@ std::optional<ApiResult> validate_service(const ResourceType& type, const json& 
   if (!has_dns1035_label_form(name)) {
     errors.push_back(invalid_value("metadata.name", quoted(name), kDns1035Label));
   }
-  const json& spec = member(service, "spec");
-  const std::string service_type = text_of(spec.is_object() ? spec : json::object(), "type");
+  const json& spec = json_member(service, "spec");
+  const std::string service_type = json_string(spec.is_object() ? spec : json::object(), "type");
   static const std::vector<std::string> kTypes = {"ClusterIP", "ExternalName", "LoadBalancer",
                                                   "NodePort"};
   if (!service_type.empty() &&
       std::find(kTypes.begin(), kTypes.end(), service_type) == kTypes.end()) {
     errors.push_back(unsupported("spec.type", service_type, kTypes));
   }
-  const json& ports = member(spec, "ports");
-  const bool headless = spec.is_object() && text_of(spec, "clusterIP") == "None";
+  const json& ports = json_member(spec, "ports");
+  const bool headless = spec.is_object() && json_string(spec, "clusterIP") == "None";
   if ((!ports.is_array() || ports.empty()) && !headless && service_type != "ExternalName") {
     errors.push_back({"FieldValueRequired", "spec.ports", "Required value"});
   }
@@ -367,7 +356,7 @@ std::optional<ApiResult> validate_service(const ResourceType& type, const json& 
       const json& p = ports[i];
       if (!p.is_object()) continue;
       const std::string path = fmt::format("spec.ports[{}]", i);
-      const std::string port_name = text_of(p, "name");
+      const std::string port_name = json_string(p, "name");
       if (port_name.empty() && ports.size() > 1) {
         errors.push_back({"FieldValueRequired", path + ".name", "Required value"});
       } else if (!port_name.empty()) {
@@ -381,18 +370,18 @@ std::optional<ApiResult> validate_service(const ResourceType& type, const json& 
                             fmt::format("Duplicate value: {}", quoted(port_name))});
         }
       }
-      const json& port = member(p, "port");
+      const json& port = json_member(p, "port");
       if (!port.is_number_integer() || port.get<std::int64_t>() < 1 ||
           port.get<std::int64_t>() > 65535) {
         errors.push_back(invalid_value(path + ".port", port.is_null() ? "0" : port.dump(),
                                        "must be between 1 and 65535, inclusive"));
       }
-      const std::string protocol = text_of(p, "protocol");
+      const std::string protocol = json_string(p, "protocol");
       if (!protocol.empty() &&
           std::find(kProtocols.begin(), kProtocols.end(), protocol) == kProtocols.end()) {
         errors.push_back(unsupported(path + ".protocol", protocol, kProtocols));
       }
-      const json& target = member(p, "targetPort");
+      const json& target = json_member(p, "targetPort");
       if (target.is_number_integer() &&
           (target.get<std::int64_t>() < 1 || target.get<std::int64_t>() > 65535)) {
         errors.push_back(invalid_value(path + ".targetPort", target.dump(),
@@ -423,7 +412,7 @@ void check_config_data(const json& object, std::vector<const char*> maps,
   std::size_t total = 0;
   std::set<std::string> seen;
   for (const char* map : maps) {
-    const json& data = member(object, map);
+    const json& data = json_member(object, map);
     if (!data.is_object()) continue;
     for (const auto& [key, value] : data.items()) {
       const std::string field = fmt::format("{}[{}]", map, key);
@@ -445,17 +434,17 @@ void check_config_data(const json& object, std::vector<const char*> maps,
 std::optional<ApiResult> validate_secret(const ResourceType& type, const json& secret) {
   std::vector<FieldError> errors;
   check_config_data(secret, {"data", "stringData"}, errors);
-  const std::string secret_type = text_of(secret, "type");
-  const json& data = member(secret, "data");
+  const std::string secret_type = json_string(secret, "type");
+  const json& data = json_member(secret, "data");
   auto require_key = [&](const char* key) {
     if (!data.is_object() || !data.contains(key)) {
       errors.push_back({"FieldValueRequired", fmt::format("data[{}]", key), "Required value"});
     }
   };
   if (secret_type == "kubernetes.io/service-account-token") {
-    const json& annotations = member(member(secret, "metadata"), "annotations");
+    const json& annotations = json_member(json_member(secret, "metadata"), "annotations");
     if (!annotations.is_object() ||
-        text_of(annotations, "kubernetes.io/service-account.name").empty()) {
+        json_string(annotations, "kubernetes.io/service-account.name").empty()) {
       errors.push_back({"FieldValueRequired",
                         "metadata.annotations[kubernetes.io/service-account.name]",
                         "Required value"});
@@ -481,19 +470,19 @@ std::optional<ApiResult> validate_config_map(const ResourceType& type, const jso
 
 std::optional<ApiResult> validate_lease(const ResourceType& type, const json& lease) {
   std::vector<FieldError> errors;
-  const json& spec = member(lease, "spec");
-  const json& duration = member(spec, "leaseDurationSeconds");
+  const json& spec = json_member(lease, "spec");
+  const json& duration = json_member(spec, "leaseDurationSeconds");
   if (duration.is_number_integer() && duration.get<std::int64_t>() <= 0) {
     errors.push_back(
         invalid_value("spec.leaseDurationSeconds", duration.dump(), "must be greater than 0"));
   }
-  const json& transitions = member(spec, "leaseTransitions");
+  const json& transitions = json_member(spec, "leaseTransitions");
   if (transitions.is_number_integer() && transitions.get<std::int64_t>() < 0) {
     errors.push_back(invalid_value("spec.leaseTransitions", transitions.dump(),
                                    "must be greater than or equal to 0"));
   }
-  if (!text_of(spec.is_object() ? spec : json::object(), "preferredHolder").empty() &&
-      text_of(spec.is_object() ? spec : json::object(), "strategy").empty()) {
+  if (!json_string(spec.is_object() ? spec : json::object(), "preferredHolder").empty() &&
+      json_string(spec.is_object() ? spec : json::object(), "strategy").empty()) {
     errors.push_back({"FieldValueForbidden", "spec.preferredHolder",
                       "Forbidden: preferredHolder can only be set when strategy is set"});
   }
@@ -508,30 +497,30 @@ std::optional<ApiResult> validate_event(const ResourceType& type, const json& ev
   const std::string ns = event.value("/metadata/namespace"_json_pointer, std::string());
   const char* regarding = v1 ? "regarding" : "involvedObject";
   const char* note = v1 ? "note" : "message";
-  const json& involved = member(event, regarding);
+  const json& involved = json_member(event, regarding);
   const std::string involved_ns =
-      involved.is_object() ? text_of(involved, "namespace") : std::string();
+      involved.is_object() ? json_string(involved, "namespace") : std::string();
   if (!involved_ns.empty() && involved_ns != ns) {
     errors.push_back(invalid_value(std::string(regarding) + ".namespace", quoted(involved_ns),
                                    "does not match event.namespace"));
   }
-  const std::string event_type = text_of(event, "type");
+  const std::string event_type = json_string(event, "type");
   static const std::vector<std::string> kTypes = {"Normal", "Warning"};
-  const bool new_style = v1 || !member(event, "eventTime").is_null();
-  if (v1 && member(event, "eventTime").is_null()) {
+  const bool new_style = v1 || !json_member(event, "eventTime").is_null();
+  if (v1 && json_member(event, "eventTime").is_null()) {
     errors.push_back({"FieldValueRequired", "eventTime", "Required value"});
   }
   if (new_style) {
     const char* controller = v1 ? "reportingController" : "reportingComponent";
     for (const char* required : {controller, "reportingInstance", "action", "reason"}) {
-      if (text_of(event, required).empty()) {
+      if (json_string(event, required).empty()) {
         errors.push_back({"FieldValueRequired", required, "Required value"});
       }
     }
     if (std::find(kTypes.begin(), kTypes.end(), event_type) == kTypes.end()) {
       errors.push_back(unsupported("type", event_type, kTypes));
     }
-    if (text_of(event, note).size() > 1024) {
+    if (json_string(event, note).size() > 1024) {
       errors.push_back({"FieldValueTooLong", note, "Too long: may not be more than 1024 bytes"});
     }
   } else if (!event_type.empty() &&
@@ -566,7 +555,7 @@ void apply_pod_spec_defaults(json& object) {
       default_member(c, "terminationMessagePath", "/dev/termination-log");
       default_member(c, "terminationMessagePolicy", "File");
       if (!c.contains("imagePullPolicy")) {
-        const std::string image = text_of(c, "image");
+        const std::string image = json_string(c, "image");
         const bool latest =
             image.find(':') == std::string::npos ||
             (image.size() >= 7 && image.compare(image.size() - 7, 7, ":latest") == 0);
@@ -603,11 +592,11 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
   std::vector<FieldError> errors;
   if (is_core(type, "pods")) {
     // What kube-apiserver's ValidatePodUpdate lets change; the rest of the spec must be equal.
-    json allowed = member(old, "spec").is_object() ? old["spec"] : json::object();
-    const json& next = member(object, "spec");
+    json allowed = json_member(old, "spec").is_object() ? old["spec"] : json::object();
+    const json& next = json_member(object, "spec");
     if (next.is_object()) {
       for (const char* list : {"containers", "initContainers"}) {
-        const json& mine = member(next, list);
+        const json& mine = json_member(next, list);
         json& theirs = allowed[list];
         if (!mine.is_array() || !theirs.is_array() || mine.size() != theirs.size()) {
           if (theirs.is_null()) allowed.erase(list);
@@ -619,16 +608,16 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
           }
         }
       }
-      const json& deadline = member(next, "activeDeadlineSeconds");
-      const json& old_deadline = member(allowed, "activeDeadlineSeconds");
+      const json& deadline = json_member(next, "activeDeadlineSeconds");
+      const json& old_deadline = json_member(allowed, "activeDeadlineSeconds");
       if (deadline.is_number_integer() &&
           (old_deadline.is_null() ||
            (old_deadline.is_number_integer() &&
             deadline.get<std::int64_t>() <= old_deadline.get<std::int64_t>()))) {
         allowed["activeDeadlineSeconds"] = deadline;
       }
-      const json& tolerations = member(next, "tolerations");
-      const json& old_tolerations = member(allowed, "tolerations");
+      const json& tolerations = json_member(next, "tolerations");
+      const json& old_tolerations = json_member(allowed, "tolerations");
       if (tolerations.is_array()) {
         bool additions_only = true;
         if (old_tolerations.is_array()) {
@@ -641,15 +630,16 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
       }
       // validateOnlyDeletedSchedulingGates: each gate the old spec lacks is named; whatever
       // the gates became is then taken as allowed, as the API server munges them.
-      const json& gates = member(next, "schedulingGates");
-      const json& old_gates = member(allowed, "schedulingGates");
+      const json& gates = json_member(next, "schedulingGates");
+      const json& old_gates = json_member(allowed, "schedulingGates");
       const bool gated = old_gates.is_array() && !old_gates.empty();
       if (gates.is_array()) {
         for (std::size_t i = 0; i < gates.size(); ++i) {
-          const json& name = member(gates[i], "name");
+          const json& name = json_member(gates[i], "name");
           const bool known = old_gates.is_array() &&
-                             std::any_of(old_gates.begin(), old_gates.end(),
-                                         [&](const json& g) { return member(g, "name") == name; });
+                             std::any_of(old_gates.begin(), old_gates.end(), [&](const json& g) {
+                               return json_member(g, "name") == name;
+                             });
           if (!known) {
             errors.push_back(
                 {"FieldValueForbidden", fmt::format("spec.schedulingGates[{}].name", i),
@@ -666,8 +656,8 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
       }
       // A gated pod's nodeSelector may gain entries (a queue such as Kueue places the pod on a
       // flavor's nodes as it lets it go); existing entries may not change or go.
-      const json& selector = member(next, "nodeSelector");
-      const json& old_selector = member(allowed, "nodeSelector");
+      const json& selector = json_member(next, "nodeSelector");
+      const json& old_selector = json_member(allowed, "nodeSelector");
       if (gated && selector != old_selector) {
         bool additions_only = selector.is_object() || selector.is_null();
         if (additions_only && old_selector.is_object()) {
@@ -698,26 +688,26 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
            "was previously negative)"});
     }
   } else if (is_core(type, "services")) {
-    const std::string before =
-        text_of(member(old, "spec").is_object() ? old["spec"] : json::object(), "clusterIP");
-    const std::string after =
-        text_of(member(object, "spec").is_object() ? object["spec"] : json::object(), "clusterIP");
+    const std::string before = json_string(
+        json_member(old, "spec").is_object() ? old["spec"] : json::object(), "clusterIP");
+    const std::string after = json_string(
+        json_member(object, "spec").is_object() ? object["spec"] : json::object(), "clusterIP");
     if (!before.empty() && before != after) {
       errors.push_back(invalid_value("spec.clusterIP", quoted(after), "field is immutable"));
     }
   } else if (is_core(type, "secrets") || is_core(type, "configmaps")) {
     const bool secret = type.plural == "secrets";
-    if (secret && text_of(old, "type") != text_of(object, "type")) {
+    if (secret && json_string(old, "type") != json_string(object, "type")) {
       errors.push_back(
-          invalid_value("type", quoted(text_of(object, "type")), "field is immutable"));
+          invalid_value("type", quoted(json_string(object, "type")), "field is immutable"));
     }
-    if (member(old, "immutable") == json(true)) {
-      if (member(object, "immutable") != json(true)) {
+    if (json_member(old, "immutable") == json(true)) {
+      if (json_member(object, "immutable") != json(true)) {
         errors.push_back({"FieldValueForbidden", "immutable",
                           "Forbidden: field is immutable when `immutable` is set"});
       }
       for (const char* data : {"data", secret ? "stringData" : "binaryData"}) {
-        if (member(old, data) != member(object, data)) {
+        if (json_member(old, data) != json_member(object, data)) {
           errors.push_back({"FieldValueForbidden", data,
                             "Forbidden: field is immutable when `immutable` is set"});
         }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/devcluster/api_store.hpp"
 
 namespace depl::devcluster {
@@ -25,11 +26,6 @@ std::vector<std::string> strings_of(const json& object, const char* key) {
     if (v.is_string()) out.push_back(v.get<std::string>());
   }
   return out;
-}
-
-std::string string_of(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
@@ -57,14 +53,15 @@ struct Binding {
 Binding binding_from(const json& object) {
   Binding b;
   const json meta = object.value("metadata", json::object());
-  b.name = string_of(meta, "name");
-  b.ns = string_of(meta, "namespace");
+  b.name = json_string(meta, "name");
+  b.ns = json_string(meta, "namespace");
   const json role_ref = object.value("roleRef", json::object());
-  b.role_kind = string_of(role_ref, "kind");
-  b.role_name = string_of(role_ref, "name");
+  b.role_kind = json_string(role_ref, "kind");
+  b.role_name = json_string(role_ref, "name");
   for (const auto& s : object.value("subjects", json::array())) {
     if (!s.is_object()) continue;
-    b.subjects.push_back({string_of(s, "kind"), string_of(s, "name"), string_of(s, "namespace")});
+    b.subjects.push_back(
+        {json_string(s, "kind"), json_string(s, "name"), json_string(s, "namespace")});
   }
   return b;
 }

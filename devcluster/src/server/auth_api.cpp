@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "depl/common/json_fields.hpp"
+
 #include "sim/time_format.hpp"
 
 namespace depl::devcluster {
@@ -12,11 +14,6 @@ using json = nlohmann::json;
 
 const std::string kAuthn = "authentication.k8s.io";
 const std::string kAuthz = "authorization.k8s.io";
-
-std::string text(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::vector<std::string> strings(const json& object, const char* key) {
   std::vector<std::string> out;
@@ -32,8 +29,8 @@ std::vector<std::string> strings(const json& object, const char* key) {
 std::optional<ApiResult> check_type(json& body, const std::string& api_version,
                                     const std::string& kind) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
-  const std::string sent_version = text(body, "apiVersion");
-  const std::string sent_kind = text(body, "kind");
+  const std::string sent_version = json_string(body, "apiVersion");
+  const std::string sent_kind = json_string(body, "kind");
   if (!sent_version.empty() && sent_version != api_version) {
     return bad_request(
         fmt::format("the API version in the data ({}) does not match the expected API version ({})",
@@ -74,13 +71,13 @@ Expected<RequestAttributes, ApiResult> review_attributes(const json& spec, const
   a.user = user;
   if (resource) {
     const json& r = spec["resourceAttributes"];
-    a.verb = text(r, "verb");
-    a.api_group = text(r, "group");
-    a.api_version = text(r, "version");
-    a.resource = text(r, "resource");
-    a.subresource = text(r, "subresource");
-    a.name = text(r, "name");
-    a.ns = text(r, "namespace");
+    a.verb = json_string(r, "verb");
+    a.api_group = json_string(r, "group");
+    a.api_version = json_string(r, "version");
+    a.resource = json_string(r, "resource");
+    a.subresource = json_string(r, "subresource");
+    a.name = json_string(r, "name");
+    a.ns = json_string(r, "namespace");
     if (!forced_ns.empty() && a.ns != forced_ns) {
       return unexpected(invalid(kind + "." + kAuthz, "", kind, kAuthz,
                                 {{"FieldValueInvalid", "spec.resourceAttributes.namespace",
@@ -91,8 +88,8 @@ Expected<RequestAttributes, ApiResult> review_attributes(const json& spec, const
   } else {
     const json& n = spec["nonResourceAttributes"];
     a.resource_request = false;
-    a.verb = text(n, "verb");
-    a.path = text(n, "path");
+    a.verb = json_string(n, "verb");
+    a.path = json_string(n, "path");
   }
   return a;
 }
@@ -111,8 +108,8 @@ ApiResult access_review(const std::string& kind, json body, UserInfo subject,
 
 UserInfo subject_of(const json& spec) {
   UserInfo user;
-  user.username = text(spec, "user");
-  user.uid = text(spec, "uid");
+  user.username = json_string(spec, "user");
+  user.uid = json_string(spec, "uid");
   user.groups = strings(spec, "groups");
   if (spec.contains("extra") && spec["extra"].is_object()) {
     for (const auto& [k, v] : spec["extra"].items()) {
@@ -195,7 +192,7 @@ ApiResult answer_auth_request(const ResourceRef& ref, json body, const UserInfo&
   }
   if (plural == "tokenreviews") {
     if (auto problem = check_type(body, kAuthn + "/v1", "TokenReview")) return *problem;
-    const std::string token = text(body.value("spec", json::object()), "token");
+    const std::string token = json_string(body.value("spec", json::object()), "token");
     auto reviewed = token.empty() ? std::nullopt : authenticator.user_of_token(token);
     body["status"] = reviewed ? json{{"authenticated", true}, {"user", reviewed->to_json()}}
                               : json{{"authenticated", false}};
@@ -224,7 +221,7 @@ ApiResult answer_auth_request(const ResourceRef& ref, json body, const UserInfo&
     if (auto problem = check_type(body, kAuthz + "/v1", "SelfSubjectRulesReview")) {
       return *problem;
     }
-    const std::string ns = text(body.value("spec", json::object()), "namespace");
+    const std::string ns = json_string(body.value("spec", json::object()), "namespace");
     json resource_rules = json::array();
     json non_resource_rules = json::array();
     for (const auto& rule : authorizer.rules_for(user, ns)) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "depl/common/json_fields.hpp"
 #include "depl/common/time.hpp"
 
 namespace depl::kube {
@@ -14,18 +15,6 @@ namespace {
 
 const char* type_name(EventType type) {
   return type == EventType::Warning ? "Warning" : "Normal";
-}
-
-std::string metadata_string(const nlohmann::json& object, const char* field) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto value = metadata->find(field);
-  return value != metadata->end() && value->is_string() ? value->get<std::string>() : "";
-}
-
-std::string string_field(const nlohmann::json& object, const char* field) {
-  const auto value = object.find(field);
-  return value != object.end() && value->is_string() ? value->get<std::string>() : "";
 }
 
 }  // namespace
@@ -74,18 +63,19 @@ void EventRecorder::remember(const std::string& key, Aggregate aggregate) {
 Expected<EventOutcome, ApiError> EventRecorder::record(const nlohmann::json& object, EventType type,
                                                        std::string_view reason,
                                                        std::string_view message) {
-  const std::string name = metadata_string(object, "name");
+  const nlohmann::json& metadata = json_object(object, "metadata");
+  const std::string name = json_string(metadata, "name");
   if (name.empty()) {
     return unexpected(ApiError::transport(
         ApiError::kInvalidRequest, "event recorder: the involved object has no metadata.name"));
   }
-  nlohmann::json involved = {{"kind", string_field(object, "kind")},
-                             {"apiVersion", string_field(object, "apiVersion")},
+  nlohmann::json involved = {{"kind", json_string(object, "kind")},
+                             {"apiVersion", json_string(object, "apiVersion")},
                              {"name", name}};
-  const std::string object_namespace = metadata_string(object, "namespace");
+  const std::string object_namespace = json_string(metadata, "namespace");
   if (!object_namespace.empty()) involved["namespace"] = object_namespace;
-  if (auto uid = metadata_string(object, "uid"); !uid.empty()) involved["uid"] = uid;
-  if (auto rv = metadata_string(object, "resourceVersion"); !rv.empty()) {
+  if (auto uid = json_string(metadata, "uid"); !uid.empty()) involved["uid"] = uid;
+  if (auto rv = json_string(metadata, "resourceVersion"); !rv.empty()) {
     involved["resourceVersion"] = rv;
   }
   const std::string event_namespace = object_namespace.empty() ? "default" : object_namespace;

@@ -12,6 +12,12 @@
 
 namespace depl {
 
+// `&object[key]` when `object` is an object holding `key`, whatever its value (null included);
+// nullptr otherwise. For checks that tell a field set to null from a field left out.
+const nlohmann::json* json_find(const nlohmann::json& object, std::string_view key);
+// As json_find, but a null value reads as absent: a field set to null is a field not set, as
+// Kubernetes reads a manifest.
+const nlohmann::json* json_find_non_null(const nlohmann::json& object, std::string_view key);
 // `object[key]` when `object` is an object holding `key`; a null value otherwise. No copy.
 const nlohmann::json& json_member(const nlohmann::json& object, std::string_view key);
 // Follows `path` with json_member: json_at(pod, {"metadata", "labels"}).
