@@ -7,6 +7,7 @@
 #include "builtin_types.hpp"
 #include "builtin_validation.hpp"
 #include "depl/common/base64.hpp"
+#include "depl/common/kubernetes_names.hpp"
 #include "depl/devcluster/patches.hpp"
 #include "depl/devcluster/server_side_apply.hpp"
 #include "depl/devcluster/structural_schema.hpp"
@@ -27,13 +28,10 @@ std::optional<std::string> path_segment_problem(const std::string& name) {
   return std::nullopt;
 }
 
-// DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', starting and ending alphanumeric.
+// An object name as kube-apiserver checks most kinds': a DNS-1123 subdomain.
 std::optional<std::string> name_problem(const std::string& name) {
   if (name.size() > 253) return "must be no more than 253 characters";
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  bool ok = !name.empty() && alnum(name.front()) && alnum(name.back());
-  for (char c : name) ok = ok && (alnum(c) || c == '-' || c == '.');
-  if (!ok) {
+  if (!is_dns1123_subdomain(name)) {
     return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
            "'example.com', regex used for validation is "

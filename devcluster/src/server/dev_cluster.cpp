@@ -12,6 +12,7 @@
 #include <mutex>
 #include <random>
 
+#include "depl/common/base64.hpp"
 #include "depl/common/pki.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/devcluster/rbac.hpp"
@@ -32,23 +33,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string base64(const std::string& in) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  const auto* data = reinterpret_cast<const unsigned char*>(in.data());
-  const size_t n = in.size();
-  for (size_t i = 0; i < n; i += 3) {
-    std::uint32_t chunk = static_cast<std::uint32_t>(data[i]) << 16;
-    if (i + 1 < n) chunk |= static_cast<std::uint32_t>(data[i + 1]) << 8;
-    if (i + 2 < n) chunk |= data[i + 2];
-    out.push_back(alphabet[(chunk >> 18) & 63]);
-    out.push_back(alphabet[(chunk >> 12) & 63]);
-    out.push_back(i + 1 < n ? alphabet[(chunk >> 6) & 63] : '=');
-    out.push_back(i + 2 < n ? alphabet[chunk & 63] : '=');
-  }
-  return out;
-}
 
 RequestSummary summary_of(const HttpRequest& request) {
   const auto watch = request.query_param("watch");
@@ -105,7 +89,7 @@ struct DevCluster::Impl {
 
   Expected<void> write_kubeconfig(const std::string& path, const std::string& user_token) {
     json cluster = {{"server", url()}};
-    if (!options.insecure_http) cluster["certificate-authority-data"] = base64(ca_pem);
+    if (!options.insecure_http) cluster["certificate-authority-data"] = base64_encode(ca_pem);
     json user = {{"token", user_token}};
     json config = {
         {"apiVersion", "v1"},

@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "depl/common/base64.hpp"
+
 namespace depl::devcluster {
 
 namespace {
@@ -41,21 +43,6 @@ std::tuple<int, long, long> version_key(const std::string& v) {
   }
   if (i != v.size()) return {0, 0, 0};
   return {rank, major, minor};
-}
-
-std::string base64(const unsigned char* data, size_t n) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < n; i += 3) {
-    std::uint32_t chunk = static_cast<std::uint32_t>(data[i]) << 16;
-    if (i + 1 < n) chunk |= static_cast<std::uint32_t>(data[i + 1]) << 8;
-    if (i + 2 < n) chunk |= data[i + 2];
-    out.push_back(alphabet[(chunk >> 18) & 63]);
-    out.push_back(alphabet[(chunk >> 12) & 63]);
-    out.push_back(i + 1 < n ? alphabet[(chunk >> 6) & 63] : '=');
-    out.push_back(i + 2 < n ? alphabet[chunk & 63] : '=');
-  }
-  return out;
 }
 
 // Versions of `group` in preference order.
@@ -103,9 +90,9 @@ std::string storage_version_hash(const ResourceType& type) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
-  unsigned char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(h >> (8 * i));
-  return base64(bytes, 8);
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(h >> (8 * i));
+  return base64_encode(bytes);
 }
 
 json core_versions_document(const std::string& server_address) {
