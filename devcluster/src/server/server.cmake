@@ -12,5 +12,3 @@ depl_add_library(depl_devcluster
                fmt::fmt Threads::Threads)
 # Internal headers (server/..., sim/...) for this library and its white-box tests.
 target_include_directories(depl_devcluster PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
-# `kubectl-depl dev-cluster` (cli/src/dev_cluster_command.cpp) links this library.
-set_property(GLOBAL APPEND PROPERTY DEPL_CLI_COMMAND_LIBS depl_devcluster spdlog::spdlog)
