@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "decision_fixture.hpp"
 #include "depl/common/time.hpp"
-#include "depl/common/yaml_json.hpp"
 #include "depl/controller/creation_rejection.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/pod_cache.hpp"
@@ -21,77 +21,18 @@ namespace {
 
 using nlohmann::json;
 
-json quickstart_job() {
-  std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/job.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto job = yaml_to_json(ss.str());
-  EXPECT_TRUE(job.has_value());
-  json j = *job;
-  j["metadata"]["namespace"] = "default";
-  j["metadata"]["uid"] = "uid-quickstart";
-  j["metadata"]["generation"] = 1;
-  j["metadata"]["creationTimestamp"] = "2026-11-22T05:00:00Z";
-  return j;
-}
-
-json node(const std::string& name, const std::string& pool, int gpus, double gflops, double price) {
-  return json{{"metadata",
-               {{"name", name},
-                {"labels", {{"depl.dev/pool", pool}, {"nvidia.com/gpu.product", pool}}},
-                {"annotations",
-                 {{"depl.dev/gpu-gflops", std::to_string(gflops)},
-                  {"depl.dev/price-per-gpu-hour", std::to_string(price)},
-                  {"depl.dev/bandwidth", "12.5G"},
-                  {"depl.dev/storage-bandwidth", "1G"}}}}},
-              {"status",
-               {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-}
-
-SharedObjects shared(std::vector<json> objects) {
-  SharedObjects out;
-  for (auto& o : objects) out.push_back(std::make_shared<const json>(std::move(o)));
-  return out;
-}
+using fixture::apply;
+using fixture::has_event;
+using fixture::options;
+using fixture::shared;
 
 JobView view_with_nodes() {
-  JobView v;
-  v.job = quickstart_job();
-  v.nodes = shared({node("a100-0", "a100", 8, 120000, 2.5), node("a100-1", "a100", 8, 120000, 2.5),
-                    node("t4-0", "t4", 1, 30000, 0.35), node("t4-1", "t4", 1, 30000, 0.35)});
-  v.new_token_secret = "quickstart-progress-a1b2c3d4";
-  v.now = std::chrono::system_clock::from_time_t(1'800'000'000);
-  return v;
-}
-
-DecideOptions options() {
-  DecideOptions o;
-  o.progress_url = "http://127.0.0.1:9999";
-  o.seconds_now = [] { return 0.0; };
-  return o;
-}
-
-// Applies a decision to the view as the executor and the cluster would.
-void apply(JobView& v, const Decision& d) {
-  if (d.status) v.job["status"] = *d.status;
-  if (d.ensure_token_secret) {
-    v.job["status"]["progressToken"] = {{"secret", v.new_token_secret}, {"sha256", "3f7a"}};
-  }
-  for (const auto& object : d.create) {
-    json o = object;
-    o["metadata"]["uid"] = "uid-" + o["metadata"]["name"].get<std::string>();
-    if (o["kind"] == "Pod") {
-      o["status"]["phase"] = "Running";
-      v.owned_pods.push_back(o);
-    } else {
-      v.owned_services.push_back(o);
-    }
-  }
-  for (const auto& r : d.remove) {
-    auto& list = r.kind == "Pod" ? v.owned_pods : v.owned_services;
-    std::erase_if(list, [&](const json& o) { return o["metadata"]["name"] == r.name; });
-  }
+  json job = fixture::quickstart_job();
+  job["metadata"]["creationTimestamp"] = "2026-11-22T05:00:00Z";
+  return fixture::job_view(std::move(job), {fixture::gpu_node("a100-0", "a100", 8, 120000, 2.5),
+                                            fixture::gpu_node("a100-1", "a100", 8, 120000, 2.5),
+                                            fixture::gpu_node("t4-0", "t4", 1, 30000, 0.35),
+                                            fixture::gpu_node("t4-1", "t4", 1, 30000, 0.35)});
 }
 
 void set_pods_phase(JobView& v, const std::string& phase) {
@@ -105,17 +46,7 @@ void report(JobView& v, int epoch, double loss) {
 }
 
 std::string condition_message(const json& status, const std::string& type) {
-  for (const auto& c : status.value("conditions", json::array())) {
-    if (c.value("type", "") == type) return c.value("message", "");
-  }
-  return "";
-}
-
-bool has_event(const Decision& d, const std::string& reason) {
-  for (const auto& e : d.events) {
-    if (e.reason == reason) return true;
-  }
-  return false;
+  return fixture::condition_field(status, type, "message");
 }
 
 TEST(JobDecision, PlansThenStartsTheFirstPhase) {

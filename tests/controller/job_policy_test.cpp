@@ -6,10 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
-#include "depl/common/yaml_json.hpp"
+#include "decision_fixture.hpp"
 #include "depl/controller/job_decision.hpp"
 
 namespace depl::controller {
@@ -90,22 +87,11 @@ TEST(JobPolicy, AnUnreadablePolicyNamesTheKey) {
   EXPECT_EQ(empty->images, std::vector<std::string>{"*"});
 }
 
-json quickstart_job() {
-  std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/job.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = *yaml_to_json(ss.str());
-  j["metadata"]["namespace"] = "default";
-  j["metadata"]["uid"] = "uid-policy";
-  j["metadata"]["generation"] = 1;
-  return j;
-}
-
 // decide() refuses a job that asks for more than the policy allows, naming the field, and runs
 // nothing; once the administrator allows it, the job is looked at anew.
 TEST(JobPolicy, DecideRefusesWhatThePolicyDoesNotAllow) {
   JobView v;
-  v.job = quickstart_job();
+  v.job = fixture::quickstart_job();
   v.job["spec"]["podTemplate"] = {{"serviceAccountName", "trainer"}};
   v.now = std::chrono::system_clock::from_time_t(1'800'000'000);
   DecideOptions options;

@@ -3,10 +3,7 @@
 // wait is recorded, and a wait that threatens the deadline has the plan made again.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
-#include "depl/common/yaml_json.hpp"
+#include "decision_fixture.hpp"
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/queue_admission.hpp"
@@ -17,91 +14,37 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const auto kStart = std::chrono::system_clock::from_time_t(1'800'000'000);
-const std::string kStartText = "2027-01-15T08:00:00Z";  // kStart
+using fixture::has_event;
+using fixture::kNow;
+using fixture::kNowText;
+using fixture::options;
 
 json queued_job(const json& queue_spec, const json& labels = json::object()) {
-  std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/examples/quickstart/job.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto parsed = yaml_to_json(text.str());
-  EXPECT_TRUE(parsed.has_value());
-  json job = *parsed;
-  job["metadata"]["namespace"] = "default";
-  job["metadata"]["uid"] = "uid-quickstart";
-  job["metadata"]["generation"] = 1;
-  job["metadata"]["creationTimestamp"] = kStartText;
+  json job = fixture::quickstart_job();
+  job["metadata"]["creationTimestamp"] = kNowText;
   if (!labels.empty()) job["metadata"]["labels"] = labels;
   for (const auto& [k, v] : queue_spec.items()) job["spec"][k] = v;
   return job;
 }
 
-SharedObjects a100_nodes() {
-  SharedObjects out;
-  for (const char* name : {"a100-0", "a100-1"}) {
-    out.push_back(std::make_shared<const json>(
-        json{{"metadata",
-              {{"name", name},
-               {"labels", {{"depl.dev/pool", "a100"}, {"nvidia.com/gpu.product", "a100"}}},
-               {"annotations",
-                {{"depl.dev/gpu-gflops", "120000"},
-                 {"depl.dev/price-per-gpu-hour", "2.5"},
-                 {"depl.dev/bandwidth", "12.5G"},
-                 {"depl.dev/storage-bandwidth", "1G"}}}}},
-             {"status",
-              {{"allocatable", {{"nvidia.com/gpu", "8"}}},
-               {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}}));
-  }
-  return out;
-}
-
 JobView view_of(json job) {
-  JobView v;
-  v.job = std::move(job);
-  v.nodes = a100_nodes();
-  v.new_token_secret = "quickstart-progress-a1b2c3d4";
-  v.now = kStart;
-  return v;
-}
-
-DecideOptions options() {
-  DecideOptions o;
-  o.progress_url = "http://127.0.0.1:9999";
-  o.seconds_now = [] { return 0.0; };
-  return o;
+  return fixture::job_view(std::move(job), {fixture::gpu_node("a100-0", "a100", 8, 120000, 2.5),
+                                            fixture::gpu_node("a100-1", "a100", 8, 120000, 2.5)});
 }
 
 // Applies a decision as the executor, with Kueue's webhook gating the pods it creates.
 void apply_gated(JobView& v, const Decision& d) {
-  if (d.status) v.job["status"] = *d.status;
-  if (d.ensure_token_secret) {
-    v.job["status"]["progressToken"] = {{"secret", v.new_token_secret}, {"sha256", "3f7a"}};
-  }
-  for (json o : d.create) {
-    o["metadata"]["uid"] = "uid-" + o["metadata"]["name"].get<std::string>();
-    o["metadata"]["creationTimestamp"] = kStartText;
+  fixture::apply(v, d, [](json& o) {
+    o["metadata"]["creationTimestamp"] = kNowText;
     if (o["kind"] == "Pod") {
       o["spec"]["schedulingGates"] = json::array({{{"name", "kueue.x-k8s.io/admission"}}});
       o["status"] = {{"phase", "Pending"}};
-      v.owned_pods.push_back(o);
-    } else {
-      v.owned_services.push_back(o);
     }
-  }
-}
-
-bool has_event(const Decision& d, const std::string& reason) {
-  for (const auto& e : d.events) {
-    if (e.reason == reason) return true;
-  }
-  return false;
+  });
 }
 
 std::string condition_reason(const json& status, const std::string& type) {
-  for (const auto& c : status.value("conditions", json::array())) {
-    if (c.value("type", "") == type) return c.value("reason", "");
-  }
-  return "";
+  return fixture::condition_field(status, type, "reason");
 }
 
 TEST(QueuedJob, ARoundsWorkersFormOnePodGroupOnTheQueue) {
@@ -135,19 +78,19 @@ TEST(QueuedJob, GatedWorkersMakeTheJobQueuedUntilTheyAreAdmitted) {
   JobView v = view_of(queued_job({{"queueName", "team-a"}}));
   apply_gated(v, decide(v, options()));
   // Held by the gate for two minutes: Queued since the pods were made, nothing failed or removed.
-  v.now = kStart + seconds(120);
+  v.now = kNow + seconds(120);
   Decision d = decide(v, options());
   ASSERT_TRUE(d.status);
   EXPECT_EQ((*d.status)["phase"], phases::kQueued) << d.status->dump(2);
   EXPECT_NE((*d.status)["message"].get<std::string>().find("waiting for admission by queue "
                                                            "team-a since " +
-                                                           kStartText),
+                                                           kNowText),
             std::string::npos)
       << (*d.status)["message"];
   EXPECT_EQ(condition_status(*d.status, conditions::kQueued), true);
   EXPECT_EQ(condition_reason(*d.status, conditions::kQueued), "WaitingForAdmission");
   EXPECT_EQ(condition_status(*d.status, "Running"), false);
-  EXPECT_EQ((*d.status)["queue"]["since"], kStartText);
+  EXPECT_EQ((*d.status)["queue"]["since"], kNowText);
   EXPECT_TRUE(has_event(d, "Queued"));
   EXPECT_TRUE(d.remove.empty());
   EXPECT_TRUE(d.create.empty());
@@ -161,7 +104,7 @@ TEST(QueuedJob, GatedWorkersMakeTheJobQueuedUntilTheyAreAdmitted) {
   v.job["status"] = *d.status;
 
   // A later look changes nothing while the gate holds.
-  v.now = kStart + seconds(180);
+  v.now = kNow + seconds(180);
   d = decide(v, options());
   EXPECT_FALSE(d.status) << d.status->dump(2);
   EXPECT_FALSE(has_event(d, "Queued"));
@@ -172,7 +115,7 @@ TEST(QueuedJob, GatedWorkersMakeTheJobQueuedUntilTheyAreAdmitted) {
     pod["spec"]["nodeName"] = "a100-0";
     pod["status"]["phase"] = "Running";
   }
-  v.now = kStart + seconds(200);
+  v.now = kNow + seconds(200);
   d = decide(v, options());
   ASSERT_TRUE(d.status);
   EXPECT_EQ((*d.status)["phase"], "Running");
@@ -191,7 +134,7 @@ TEST(QueuedJob, AWaitThatThreatensTheDeadlineHasThePlanMadeAgainOnce) {
   ASSERT_TRUE(plan);
   const double slack = 2400 - plan->duration_seconds;
   ASSERT_GT(slack, 0);
-  v.now = kStart + seconds(static_cast<long>(std::ceil(slack)) + 1);
+  v.now = kNow + seconds(static_cast<long>(std::ceil(slack)) + 1);
   Decision d = decide(v, options());
   ASSERT_TRUE(d.status);
   EXPECT_TRUE(has_event(d, "QueueDelay"));
