@@ -708,92 +708,6 @@ TEST(JobDecision, PodsOfLostNodesArePreemptionsAndOthersFailures) {
   EXPECT_TRUE(has_event(f, "WorkerFailed"));
 }
 
-// Kueue evicts the round's pod group (a workload of higher priority preempted it): each pod gets
-// TerminationTarget=True and is deleted, and ends Failed (SIGTERM) on its Ready node. That is a
-// preemption of every worker, never a failure against backoffLimit (0 here), and the round
-// starts again from its checkpoint, to be admitted anew. Before, the pods were failures and the
-// job failed with BackoffLimitExceeded.
-TEST(JobDecision, AKueueEvictionIsAPreemptionNotAFailure) {
-  JobView v = view_with_nodes();
-  v.job["spec"]["backoffLimit"] = 0;
-  apply(v, decide(v, options()));
-  ASSERT_FALSE(v.owned_pods.empty());
-  const std::size_t workers = v.owned_pods.size();
-  int i = 0;
-  for (auto& pod : v.owned_pods) {
-    exited(pod, 143, "uid-evicted-" + std::to_string(i++));
-    pod["spec"]["nodeName"] = "a100-0";
-    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
-    pod["status"]["conditions"] =
-        json::array({{{"type", "TerminationTarget"},
-                      {"status", "True"},
-                      {"reason", "WorkloadEvicted"},
-                      {"message",
-                       "Preempted to accommodate a workload due to prioritization in the "
-                       "ClusterQueue"}}});
-  }
-  Decision d = decide(v, options());
-  ASSERT_TRUE(d.status);
-  EXPECT_EQ((*d.status)["phase"], "Running") << d.status->dump(1);
-  EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
-  EXPECT_EQ((*d.status)["progress"]["preemptions"], static_cast<int>(workers));
-  EXPECT_FALSE(has_event(d, "WorkerFailed"));
-  EXPECT_TRUE(has_event(d, "WorkerPreempted"));
-  apply(v, d);
-  v.owned_pods.clear();  // deleted
-  Decision restart = decide(v, options());
-  EXPECT_EQ(restart.create.size(), workers) << "the round starts again";
-}
-
-// A preemption records the time it cost (docs/depl-model.md section 7): the work since the
-// round's last checkpoint, up to the pod's DisruptionTarget time, plus the pool's restart (its
-// startup and reading the checkpoint back), once per round: a second worker of the round
-// disrupted with the first loses nothing more. The round's start is its first checkpoint. Before,
-// the status kept only the count.
-TEST(JobDecision, APreemptionRecordsTheTimeItCost) {
-  JobView v = view_with_nodes();
-  for (auto& model : v.job["spec"]["models"]) model["checkpointBytes"] = "4G";
-  apply(v, decide(v, options()));
-  ASSERT_GE(v.owned_pods.size(), 2u) << "a round of two workers";
-  const auto start = v.now;
-  EXPECT_EQ(v.job["status"]["progress"]["checkpointedAt"], format_rfc3339(start));
-  // Epoch 2 was recorded (and checkpointed) ten minutes in; both workers are reclaimed five
-  // minutes later, and the controller sees it another two minutes on.
-  report(v, 2, 1.2);
-  v.job["status"]["progress"]["checkpointedAt"] = format_rfc3339(start + std::chrono::minutes(10));
-  v.now = start + std::chrono::minutes(17);
-  const std::string pool =
-      v.owned_pods[0]["metadata"]["annotations"]["depl.dev/pool"].get<std::string>();
-  for (std::size_t i = 0; i < 2; ++i) {
-    json& pod = v.owned_pods[i];
-    pod["metadata"]["uid"] = "uid-reclaimed-" + std::to_string(i);
-    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
-    json condition = disruption_target("EvictionByEvictionAPI");
-    condition["lastTransitionTime"] = format_rfc3339(start + std::chrono::minutes(15));
-    pod["status"]["conditions"] = json::array({condition});
-  }
-  Decision d = decide(v, options());
-  ASSERT_TRUE(d.status);
-  const json& figures = (*d.status)["poolFigures"][pool];
-  const double restart =
-      figures["startupSeconds"].get<double>() + 4e9 / figures["storageBandwidth"].get<double>();
-  const double lost = 300 + restart;
-  EXPECT_EQ((*d.status)["progress"]["preemptions"], 2);
-  EXPECT_NEAR((*d.status)["progress"]["lostSeconds"].get<double>(), lost, 1e-6)
-      << d.status->dump(1);
-  EXPECT_NEAR((*d.status)["preemptions"][pool]["lostSeconds"].get<double>(), lost, 1e-6);
-  EXPECT_FALSE((*d.status)["progress"].contains("checkpointedAt")) << "the round's loss is counted";
-  // The next round trains from its own start.
-  apply(v, d);
-  std::erase_if(v.owned_pods,
-                [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
-  Decision restarted = decide(v, options());
-  ASSERT_TRUE(restarted.status);
-  EXPECT_FALSE(restarted.create.empty());
-  EXPECT_EQ((*restarted.status)["progress"]["checkpointedAt"], format_rfc3339(v.now));
-  EXPECT_NEAR((*restarted.status)["progress"]["lostSeconds"].get<double>(), lost, 1e-6);
-}
-
 // The figures the status remembers of the plan's pools keep a spot pool's capacity type and
 // rate, so the phases that ran there are still priced with their interruptions once every node
 // of the pool has been reclaimed.
@@ -840,7 +754,7 @@ std::string reclaim_under(JobView& v, json& lost, std::size_t reclaimed, bool ke
     }
     nodes.push_back(std::move(copy));
   }
-  v.nodes = fixture::shared(std::move(nodes));
+  v.nodes = shared(std::move(nodes));
   lost["spec"]["nodeName"] = under;
   lost["metadata"]["uid"] = "uid-reclaimed";
   lost["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
@@ -890,104 +804,6 @@ TEST(JobDecision, APreemptionThatMovesThePlanIsCounted) {
   EXPECT_EQ(preemptions_on(*d.status, pool), 1);
   EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
   EXPECT_TRUE(has_event(d, "WorkerPreempted"));
-}
-
-// An a100 pool on demand and a spot one at 30% of its price that states `rate` interruptions per
-// worker-hour.
-JobView view_with_spot_pool(double rate) {
-  JobView v = view_with_nodes();
-  std::vector<json> nodes = {fixture::gpu_node("a100-0", "a100", 8, 120000, 2.5),
-                             fixture::gpu_node("a100-1", "a100", 8, 120000, 2.5)};
-  for (int i = 0; i < 2; ++i) {
-    json spot = fixture::gpu_node("spot-" + std::to_string(i), "spot", 8, 120000, 0.75);
-    spot["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
-    spot["metadata"]["annotations"]["depl.dev/interruptions-per-hour"] = fmt::format("{}", rate);
-    spot["metadata"]["annotations"]["depl.dev/startup-seconds"] = "60";
-    nodes.push_back(std::move(spot));
-  }
-  v.nodes = fixture::shared(std::move(nodes));
-  return v;
-}
-
-// The pools the plan in force still runs on, from its running phase.
-std::vector<std::string> pools_ahead(const json& status) {
-  std::vector<std::string> out;
-  const int running = status["progress"].value("phase", 0);
-  const json& phases = status["plan"]["phases"];
-  for (std::size_t i = static_cast<std::size_t>(running); i < phases.size(); ++i) {
-    out.push_back(phases[i]["pool"].get<std::string>());
-  }
-  return out;
-}
-
-// A job planned on the spot pool (stated 0.5 interruptions per worker-hour, a deadline the spot
-// plan only just keeps), with epoch 1 recorded two minutes in; then its running round's workers
-// are reclaimed a minute apart, the round restarting each time. Returns the pools ahead after
-// each reclaim, and the InterruptionRateRaised Events.
-struct Reclaims {
-  std::vector<std::vector<std::string>> pools_ahead;
-  std::vector<double> planned_rate;  // status.poolFigures.spot.interruptionsPerHour
-  int raised = 0;
-};
-
-Reclaims reclaim_repeatedly(int reclaims, const DecideOptions& opts) {
-  JobView v = view_with_spot_pool(0.5);
-  v.job["spec"]["target"]["deadlineSeconds"] = 2000;
-  apply(v, decide(v, opts));
-  v.now += std::chrono::minutes(2);
-  report(v, 1, 1.5);
-  v.job["status"]["progress"]["checkpointedAt"] = format_rfc3339(v.now);
-  apply(v, decide(v, opts));
-  EXPECT_EQ(pools_ahead(v.job["status"]), (std::vector<std::string>{"spot", "spot"}))
-      << v.job["status"]["plan"].dump();
-  Reclaims out;
-  for (int i = 0; i < reclaims; ++i) {
-    v.now += std::chrono::minutes(1);
-    for (auto& pod : v.owned_pods) {
-      pod["metadata"]["uid"] =
-          fmt::format("uid-reclaim-{}-{}", i, pod["metadata"]["name"].get<std::string>());
-      pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
-      pod["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
-    }
-    Decision d = decide(v, opts);
-    EXPECT_TRUE(has_event(d, "WorkerPreempted"));
-    if (has_event(d, "InterruptionRateRaised")) ++out.raised;
-    apply(v, d);
-    std::erase_if(v.owned_pods,
-                  [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
-    Decision restart = decide(v, opts);
-    EXPECT_FALSE(restart.create.empty()) << "the round starts again";
-    apply(v, restart);
-    out.pools_ahead.push_back(pools_ahead(v.job["status"]));
-    out.planned_rate.push_back(v.job["status"]["poolFigures"]
-                                   .value("spot", json::object())
-                                   .value("interruptionsPerHour", 0.0));
-  }
-  return out;
-}
-
-// A spot pool that interrupts the job more than it states is planned with the rate observed
-// (docs/depl-model.md section 7): one early reclaim moves the rate by at most half (the stated
-// rate weighs as two interruptions) and the plan stays on spot; by the third the rate is past
-// twice the stated one, the plan no longer keeps its promise there, and the rest moves to the
-// on-demand pool. Before, re-plans priced the pool at its annotation, and the job stayed on spot
-// however often it was reclaimed: as it does here with the observed rate turned off.
-TEST(JobDecision, RepeatedReclaimsMoveThePlanOffSpot) {
-  const Reclaims observed = reclaim_repeatedly(3, options());
-  ASSERT_EQ(observed.pools_ahead.size(), 3u);
-  EXPECT_EQ(observed.pools_ahead[0], (std::vector<std::string>{"spot", "spot"}));
-  EXPECT_GT(observed.planned_rate[0], 0.5);
-  EXPECT_LE(observed.planned_rate[0], 0.75 + 1e-9);
-  for (const auto& pool : observed.pools_ahead[2]) EXPECT_NE(pool, "spot");
-  EXPECT_GE(observed.raised, 2);
-
-  DecideOptions stated_only = options();
-  stated_only.interruption_prior_events = 0;
-  const Reclaims stated = reclaim_repeatedly(3, stated_only);
-  ASSERT_EQ(stated.pools_ahead.size(), 3u);
-  EXPECT_EQ(stated.pools_ahead[2], (std::vector<std::string>{"spot", "spot"}));
-  EXPECT_EQ(stated.planned_rate[2], 0.5);
-  EXPECT_EQ(stated.raised, 0);
 }
 
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
