@@ -45,7 +45,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "pytorch" / "train.py"
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable  # the interpreter the bench runs under: the one with torch
 
 
 def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 """Benchmarks of the Python SDK and the PyTorch reference job (docs/benchmarks.md, "Python SDK").
 
     /usr/bin/python3 bench/sdk_bench.py overhead   # ctx.report and ctx.save/load per call
-    /usr/bin/python3 bench/sdk_bench.py epochs     # CNN epoch time per variant, 1 and 2 ranks
+    /usr/bin/python3 bench/sdk_bench.py epochs [--device D]  # CNN epoch time per variant, 1 and 2 ranks
     /usr/bin/python3 bench/sdk_bench.py allreduce  # one gradient all-reduce of the full CNN, 2 ranks
 
 `overhead` runs workers in operator mode against a progress endpoint on loopback (a Python
@@ -11,7 +11,9 @@ process, then two ranks as processes (the decision broadcast through torch.distr
 times every ctx.report; then ctx.save and ctx.load of the example's full CNN with its optimiser.
 `epochs` runs examples/pytorch/train.py on a 10,000-image shard with 1000 validation images for
 each variant, with one rank and with --nproc 2, and prints the medians of its trainSeconds and
-trainCpuSeconds (one torch thread per rank). `allreduce` times 300 all-reduces (gloo, loopback,
+trainCpuSeconds (one torch thread per rank); `--device` (cpu, cuda, auto; default cpu) is
+train.py's, and on CUDA the line names the card and the process group's backend (NCCL when
+each rank has a GPU of its own, gloo when two ranks share one). `allreduce` times 300 all-reduces (gloo, loopback,
 two processes of one torch thread) of a float32 tensor the size of the full CNN's parameters, as
 DistributedDataParallel reduces its gradients every step, and prints the bandwidth that the
 model's ring all-reduce (docs/depl-model.md section 2: 2 (n - 1) / n x bytes per step) gives.
@@ -147,22 +149,33 @@ def report_rank() -> None:
     sys.exit(depl.run_worker(report_only, argv=[], env=os.environ, prog="bench"))
 
 
-def epochs() -> None:
+def epochs(device: str) -> None:
     script = REPO / "examples" / "pytorch" / "train.py"
     shard = json.dumps({"shards": [{"name": "bench", "samples": 10000}]})
-    print("variant  ranks  train s/epoch (wall, median)  train CPU s/epoch (rank 0)  loss after 3")
+    if device != "cpu":
+        import torch
+
+        if torch.cuda.is_available():
+            print(f"device {device}: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+                  f"{torch.cuda.device_count()} GPU(s)")
+    print("variant  ranks  train s/epoch (wall, median)  train CPU s/epoch (rank 0)  loss after 3  backend")
     for variant in ("full", "half", "quarter", "eighth"):
         for nproc in (1, 2):
             done = subprocess.run([sys.executable, str(script), "--model", variant, "--epochs", "3",
                                    "--shards", shard, "--datasets", "bench", "--test-samples", "1000",
-                                   "--nproc", str(nproc)],
-                                  capture_output=True, text=True, timeout=1200)
+                                   "--nproc", str(nproc), "--device", device],
+                                  capture_output=True, text=True, timeout=1200,
+                                  env=dict(os.environ, DEPL_LOG_LEVEL="INFO"))
             if done.returncode != 0:
                 sys.exit(done.stderr)
             lines = [json.loads(l) for l in done.stdout.splitlines() if l.startswith("{")]
             wall = statistics.median(l["trainSeconds"] for l in lines)
             cpu = statistics.median(l["trainCpuSeconds"] for l in lines)
-            print(f"{variant:8} {nproc:5}  {wall:28.3f}  {cpu:26.3f}  {lines[-1]['loss']:.4f}", flush=True)
+            backend = next((w.split("=", 1)[1] for l in done.stderr.splitlines()
+                            if "event=process_group" in l for w in l.split() if w.startswith("backend=")),
+                           "-")
+            print(f"{variant:8} {nproc:5}  {wall:28.3f}  {cpu:26.3f}  {lines[-1]['loss']:12.4f}  {backend}",
+                  flush=True)
 
 
 ALLREDUCE_BYTES = 333864  # the full CNN's parameters (examples/pytorch/job.yaml, parameterBytes)
@@ -221,7 +234,12 @@ if __name__ == "__main__":
     elif what == "report-rank":
         report_rank()
     elif what == "epochs":
-        epochs()
+        device = "cpu"
+        if len(sys.argv) > 2:
+            if len(sys.argv) != 4 or sys.argv[2] != "--device":
+                sys.exit("usage: sdk_bench.py epochs [--device cpu|cuda|auto]")
+            device = sys.argv[3]
+        epochs(device)
     elif what == "allreduce":
         allreduce()
     else:

@@ -19,7 +19,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "sdk" / "python"))
 TINY = Path(__file__).resolve().parent / "data" / "tiny_train.py"
-PYTHON = "/usr/bin/python3"  # Debian's, the one with torch
+# The interpreter running the tests (ctest runs them with Debian's /usr/bin/python3, the one
+# with torch), so that scripts the tests start import the same torch.
+PYTHON = sys.executable
 
 
 @dataclass

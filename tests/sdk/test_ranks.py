@@ -87,3 +87,17 @@ def test_under_the_operator_an_unreachable_endpoint_stops_every_rank_with_exit_7
     assert [json.loads(l)["epoch"] for l in outputs[0][0].splitlines()] == [1]
     assert "did not take the report of epoch 1 within 2 s" in outputs[0][1]
     assert "rank 0: " in outputs[1][1] and "within 2 s" in outputs[1][1]
+
+
+def test_nccl_only_when_every_rank_has_a_gpu_of_its_own():
+    import torch
+
+    from depl.distributed import choose_backend, device_identity
+
+    assert device_identity(torch.device("cpu")) == "cpu"
+    assert choose_backend(["cpu"]) == "gloo"
+    assert choose_backend(["cpu", "cpu"]) == "gloo"
+    assert choose_backend(["cuda:node-a:GPU-1"]) == "nccl"                       # one pod, its GPU
+    assert choose_backend(["cuda:node-a:GPU-1", "cuda:node-b:GPU-2"]) == "nccl"  # a GPU per pod
+    assert choose_backend(["cuda:node-a:GPU-1", "cuda:node-a:GPU-1"]) == "gloo"  # one GPU shared
+    assert choose_backend(["cuda:node-a:GPU-1", "cpu"]) == "gloo"                # CPU and GPU mixed

@@ -384,9 +384,10 @@ class Context:
         return global_batch_size // self.world_size
 
     def data_parallel(self, module: Any) -> Any:
-        """`module` wrapped in DistributedDataParallel when there are several ranks (gradients
-        are averaged over ranks in backward()), `module` itself otherwise. Keep a reference to
-        `module` to save its state_dict()."""
+        """`module`, moved to this rank's device, wrapped in DistributedDataParallel when there
+        are several ranks (gradients are averaged over ranks in backward()), `module` itself
+        otherwise. Keep a reference to `module` to save its state_dict()."""
+        module.to(self._device)
         if self.world_size == 1:
             return module
         from torch.nn.parallel import DistributedDataParallel

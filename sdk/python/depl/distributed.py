@@ -1,6 +1,6 @@
 """torch.distributed for one rank: the rendezvous from the contract's WORLD_SIZE, RANK,
-MASTER_ADDR and MASTER_PORT (gloo on CPU, NCCL on CUDA), the small broadcasts the SDK needs, and
-telling a dead peer apart from other failures.
+MASTER_ADDR and MASTER_PORT (NCCL when every rank has a GPU of its own, gloo otherwise), the
+small broadcasts the SDK needs, and telling a dead peer apart from other failures.
 
 Rank 0 hosts the rendezvous store. Every rank bumps a heartbeat counter in it from a background
 thread and leaves a note there when it fails, so that when a collective fails (a peer's sockets
@@ -21,6 +21,28 @@ from .errors import PeerLost, WorkerError
 log = logging.getLogger("depl")
 
 MIN_RENDEZVOUS_SECONDS = 120.0
+
+
+def device_identity(device: Any) -> str:
+    """What tells two ranks' devices apart: "cpu", or "cuda:" with the host and the GPU's UUID
+    (its index where torch gives no UUID; two processes that see different GPUs as the same
+    index then count as sharing one, which only costs speed)."""
+    if device.type != "cuda":
+        return "cpu"
+    import socket
+
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"cuda:{socket.gethostname()}:{uuid if uuid is not None else device.index}"
+
+
+def choose_backend(identities: list[str]) -> str:
+    """NCCL when every rank computes on a GPU of its own; gloo on CPU, with CPU and GPU ranks
+    mixed, and where ranks share a GPU (NCCL refuses two ranks on one device; gloo reduces CUDA
+    tensors through the host). Every rank decides from the same list, so all agree."""
+    gpus = [i for i in identities if i.startswith("cuda:")]
+    return "nccl" if len(gpus) == len(identities) == len(set(gpus)) else "gloo"
 
 
 def _heartbeat_key(rank: int) -> str:
@@ -83,7 +105,7 @@ class Distributed:
         self.rank = rank
         self.master_addr = master_addr
         self.peer_timeout = peer_timeout
-        self.backend = "nccl" if device.type == "cuda" else "gloo"
+        self.backend = "gloo"
         self._device = device
         self._heartbeat: _Heartbeat | None = None
         self._interval = heartbeat_interval(peer_timeout)
@@ -105,8 +127,14 @@ class Distributed:
                         f"rank(s)" if rank == 0 else f"reaching rank 0 at {master_addr}:{master_port}")
                 raise WorkerError(f"rendezvous failed after up to {rendezvous:g} s {role}: {e}") from None
             self.master_port = master_port
+        identity = device_identity(device)
         if world_size > 1:
+            self.store.set(f"depl/device/{rank}", identity)
             self._join(max(peer_timeout, MIN_RENDEZVOUS_SECONDS))
+            identities = [self.store.get(f"depl/device/{r}").decode() for r in range(world_size)]
+        else:
+            identities = [identity]
+        self.backend = choose_backend(identities)
         if device.type == "cuda":
             import torch
 

@@ -41,7 +41,8 @@ def options(group, env):
 def train(ctx):
     o = ctx.options
     train_set, (vx, vy) = data()
-    model = build(ctx.model)
+    vx, vy = vx.to(ctx.device), vy.to(ctx.device)
+    model = build(ctx.model).to(ctx.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     if not o.skip_load:
         state = ctx.load()
@@ -65,7 +66,7 @@ def train(ctx):
             raise RuntimeError("this rank fails on purpose")
         for x, y in ctx.shard(train_set).batches(ctx.local_batch_size(32)):
             optimizer.zero_grad()
-            F.cross_entropy(net(x), y).backward()
+            F.cross_entropy(net(x.to(ctx.device)), y.to(ctx.device)).backward()
             optimizer.step()
         with torch.no_grad():
             loss = F.cross_entropy(model(vx), vy).item()
