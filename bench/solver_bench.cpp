@@ -1,5 +1,5 @@
 // depl-bench: measures DepL against OPT, EXP and FULL on the seeded instance families of
-// tests/solver/support/instance_families.hpp and prints the report recorded in
+// depl/solver/testing/instance_families.hpp and prints the report recorded in
 // docs/benchmarks.md (section "Solver"). Times are wall-clock on one thread.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -14,7 +14,7 @@
 
 #include "depl/solver/simulate.hpp"
 #include "depl/solver/solve.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // depl-spot-bench: DepL with spot pools (docs/depl-model.md sections 2, 3 and 5). Every pool of a
-// paper-like instance (tests/solver/support/instance_families.hpp) gets a spot twin at 30% of its
+// paper-like instance (depl/solver/testing/instance_families.hpp) gets a spot twin at 30% of its
 // price, interrupted 0.1 to 1 times per worker-hour (seeded). Reports, per instance, DepL's cost
 // on the on-demand pools alone and with the twins, without a deadline and with one at 1.1 times
 // the on-demand plan's duration; and for the plan with the deadline, a Monte Carlo with sampled
@@ -18,7 +18,7 @@
 
 #include "depl/solver/simulate.hpp"
 #include "depl/solver/solve.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <stop_token>
 
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 #include "support/stepping_clock.hpp"
 
 namespace depl::solver {

@@ -15,7 +15,7 @@
 
 #include "../../solver/src/schedule_graph.hpp"
 #include "depl/solver/evaluator.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace depl::solver::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include "../../solver/src/lower_bound.hpp"
 #include "../../solver/src/selection_solver.hpp"
 #include "depl/solver/solve.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace depl::solver::internal {
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "depl/solver/solve.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace depl::solver {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace depl::solver::internal {
 namespace {

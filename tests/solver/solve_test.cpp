@@ -1,6 +1,6 @@
-// DepL and the baselines on seeded random instances (support/instance_families.hpp), checked
-// against OPT and the exact evaluator, plus hand-made cases for each way a problem can be
-// infeasible and for re-planning from an observed state.
+// DepL and the baselines on seeded random instances (depl/solver/testing/instance_families.hpp),
+// checked against OPT and the exact evaluator, plus hand-made cases for each way a problem can
+// be infeasible and for re-planning from an observed state.
 #include "depl/solver/solve.hpp"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "depl/solver/limits.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 
 namespace depl::solver {
 namespace {

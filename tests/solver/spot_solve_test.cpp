@@ -10,7 +10,7 @@
 
 #include "../../solver/src/lower_bound.hpp"
 #include "depl/solver/solve.hpp"
-#include "support/instance_families.hpp"
+#include "depl/solver/testing/instance_families.hpp"
 #include "support/stepping_clock.hpp"
 
 namespace depl::solver {
