@@ -66,4 +66,14 @@ std::optional<bool> json_bool(const json& object, std::string_view key) {
   return value.get<bool>();
 }
 
+std::vector<std::string> json_strings(const json& object, std::string_view key) {
+  std::vector<std::string> out;
+  const json& list = json_member(object, key);
+  if (!list.is_array()) return out;
+  for (const json& item : list) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace depl

@@ -32,6 +32,14 @@ TEST(JsonFields, ReadsWhatIsThereAndNothingElse) {
   EXPECT_EQ(json_bool(pod, "count"), std::nullopt);
 }
 
+TEST(JsonFields, StringsOfAListSkipWhatIsNoString) {
+  const json rule = {{"verbs", {"get", 1, nullptr, "list"}}, {"groups", "admins"}};
+  EXPECT_EQ(json_strings(rule, "verbs"), (std::vector<std::string>{"get", "list"}));
+  EXPECT_TRUE(json_strings(rule, "groups").empty()) << "a string is not a list";
+  EXPECT_TRUE(json_strings(rule, "missing").empty());
+  EXPECT_TRUE(json_strings(json::array({"a"}), "verbs").empty());
+}
+
 TEST(JsonFields, FindTellsANullFieldFromAMissingOne) {
   const json object = {{"set", 1}, {"cleared", nullptr}};
   ASSERT_NE(json_find(object, "set"), nullptr);

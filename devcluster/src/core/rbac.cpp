@@ -18,16 +18,6 @@ namespace {
 
 const std::string kRbacGroup = "rbac.authorization.k8s.io";
 
-std::vector<std::string> strings_of(const json& object, const char* key) {
-  std::vector<std::string> out;
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_array()) return out;
-  for (const auto& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
@@ -147,11 +137,11 @@ std::optional<std::pair<std::string, std::string>> parse_service_account_usernam
 
 PolicyRule PolicyRule::from_json(const json& rule) {
   PolicyRule r;
-  r.verbs = strings_of(rule, "verbs");
-  r.api_groups = strings_of(rule, "apiGroups");
-  r.resources = strings_of(rule, "resources");
-  r.resource_names = strings_of(rule, "resourceNames");
-  r.non_resource_urls = strings_of(rule, "nonResourceURLs");
+  r.verbs = json_strings(rule, "verbs");
+  r.api_groups = json_strings(rule, "apiGroups");
+  r.resources = json_strings(rule, "resources");
+  r.resource_names = json_strings(rule, "resourceNames");
+  r.non_resource_urls = json_strings(rule, "nonResourceURLs");
   return r;
 }
 

@@ -15,16 +15,6 @@ using json = nlohmann::json;
 const std::string kAuthn = "authentication.k8s.io";
 const std::string kAuthz = "authorization.k8s.io";
 
-std::vector<std::string> strings(const json& object, const char* key) {
-  std::vector<std::string> out;
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_array()) return out;
-  for (const auto& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
 // apiVersion and kind as the URL serves them; a body naming others is a 400.
 std::optional<ApiResult> check_type(json& body, const std::string& api_version,
                                     const std::string& kind) {
@@ -110,7 +100,7 @@ UserInfo subject_of(const json& spec) {
   UserInfo user;
   user.username = json_string(spec, "user");
   user.uid = json_string(spec, "uid");
-  user.groups = strings(spec, "groups");
+  user.groups = json_strings(spec, "groups");
   if (spec.contains("extra") && spec["extra"].is_object()) {
     for (const auto& [k, v] : spec["extra"].items()) {
       if (!v.is_array()) continue;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,5 +36,8 @@ std::optional<long long> json_integer(const nlohmann::json& object, std::string_
 std::optional<double> json_number(const nlohmann::json& object, std::string_view key);
 // `object[key]` when it is a boolean, nullopt otherwise.
 std::optional<bool> json_bool(const nlohmann::json& object, std::string_view key);
+// The strings of the list `object[key]` in order, entries of other types skipped; empty when it
+// is not a list.
+std::vector<std::string> json_strings(const nlohmann::json& object, std::string_view key);
 
 }  // namespace depl
