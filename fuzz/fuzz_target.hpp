@@ -18,6 +18,7 @@ int quantity(const std::uint8_t* data, std::size_t size);
 int kubeconfig(const std::uint8_t* data, std::size_t size);
 int watch_stream(const std::uint8_t* data, std::size_t size);
 int progress_endpoint(const std::uint8_t* data, std::size_t size);
+int solve(const std::uint8_t* data, std::size_t size);
 
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return size == 0 ? std::string_view()

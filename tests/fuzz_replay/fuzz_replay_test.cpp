@@ -20,9 +20,13 @@ using Target = int (*)(const std::uint8_t*, std::size_t);
 
 const std::map<std::string, Target>& targets() {
   static const std::map<std::string, Target> all{
-      {"job_spec", &job_spec},         {"pools", &pools},
-      {"quantity", &quantity},         {"kubeconfig", &kubeconfig},
-      {"watch_stream", &watch_stream}, {"progress_endpoint", &progress_endpoint},
+      {"job_spec", &job_spec},
+      {"pools", &pools},
+      {"quantity", &quantity},
+      {"kubeconfig", &kubeconfig},
+      {"watch_stream", &watch_stream},
+      {"progress_endpoint", &progress_endpoint},
+      {"solve", &solve},
   };
   return all;
 }
@@ -78,7 +82,7 @@ TEST_P(Corpus, EveryInputRunsClean) {
 
 INSTANTIATE_TEST_SUITE_P(FuzzReplay, Corpus,
                          ::testing::Values("job_spec", "pools", "quantity", "kubeconfig",
-                                           "watch_stream", "progress_endpoint"),
+                                           "watch_stream", "progress_endpoint", "solve"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
