@@ -108,6 +108,8 @@ solver::Problem problem_from(Fields& in) {
   return p;
 }
 
+constexpr std::size_t kMemory = std::size_t{32} << 20;
+
 bool close(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b));
 }
@@ -119,8 +121,12 @@ int solve(const std::uint8_t* data, std::size_t size) {
   const solver::Problem problem = problem_from(in);
   if (!solver::past_solver_limits(problem).empty()) return 0;
   solver::SolveOptions options;
+  // A problem this small never needs more: a solve that runs out of it (it stops and says so)
+  // has let some search grow without need.
+  options.budget.memory_bytes = kMemory;
   const auto depl = solver::solve(problem, options);
   check(depl.has_value(), "DepL solves every problem within the limits");
+  check(depl->stopped != solver::BudgetStop::Memory, "a small problem is solved within 32 MiB");
   if (depl->feasible) {
     const solver::Figures figures = solver::evaluate(problem, depl->plan);
     check(figures.feasible, "DepL's plan is feasible under the evaluator");

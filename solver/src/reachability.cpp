@@ -1,5 +1,6 @@
 #include "reachability.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 
@@ -36,6 +37,10 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
     }
   }
   const LossGrid grid = make_grid(ctx, view, eta);
+  // Cells over the whole range the variance takes: the graph's cover only what can still meet
+  // the guarantee, and a target close to the floor makes them so fine (1e-8 where the variance
+  // goes to 0.2) that every epoch of every path was a vertex of its own.
+  const double variance_step = std::max(grid.variance_step, eta * grid.variance_top);
   const int levels = ctx.max_switches() + 1;
   const int horizon = ctx.horizon();
   const int limit = std::max(horizon, 1) * kHorizonFactor;
@@ -47,7 +52,7 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
     k.layer = static_cast<std::uint32_t>(n.model * static_cast<std::size_t>(levels) + n.switches);
     k.mean_cell =
         static_cast<std::int32_t>(std::ceil((n.state.mean - grid.mean_base) / grid.mean_step));
-    k.variance_cell = static_cast<std::int32_t>(std::ceil(n.state.variance / grid.variance_step));
+    k.variance_cell = static_cast<std::int32_t>(std::ceil(n.state.variance / variance_step));
     return k;
   };
   // `same_vertex_ok`: an epoch that does not leave its parent's cell still moves the exact

@@ -54,6 +54,7 @@ LossGrid make_grid(const SearchContext& ctx, const SelectionData& data, double e
   g.mean_step = eta * range;
   double variance_max =
       noise_max + switches * jump_var + (ctx.has_start ? ctx.start_variance : 0.0);
+  g.variance_top = variance_max;
   // Only variances up to ((L* - lowest mean) / kappa)^2 can ever meet the guarantee; a grid over
   // a wider range (a small selection makes rho close to 1 and the stationary variance huge)
   // would waste its resolution where it matters.

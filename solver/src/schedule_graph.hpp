@@ -46,6 +46,9 @@ struct LossGrid {
   double mean_top = 0;
   double mean_step = 1;
   double variance_step = 1;
+  // The largest variance a plan can reach (the variance cells cover only what can still meet
+  // the guarantee, often far less).
+  double variance_top = 0;
 };
 LossGrid make_grid(const SearchContext& ctx, const SelectionData& data, double eta);
 
