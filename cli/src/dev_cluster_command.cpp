@@ -29,6 +29,7 @@ struct DevClusterArgs {
   double pod_seconds = 5;
   std::string work_dir;
   bool kueue_pod_webhook = false;
+  bool coscheduling = false;
 };
 
 // Finds `name` the way execvp would, so a bad --image-map fails now, not when a pod starts.
@@ -59,6 +60,7 @@ int run_dev_cluster(const DevClusterArgs& args) {
   options.port = static_cast<std::uint16_t>(args.port);
   options.insecure_http = args.insecure_http;
   options.kueue_pod_webhook = args.kueue_pod_webhook;
+  options.coscheduling = args.coscheduling;
   options.kubeconfig_path = args.kubeconfig_out;
   options.work_dir = args.work_dir;
   if (!std::isfinite(args.pod_seconds)) {
@@ -131,6 +133,9 @@ void add_dev_cluster_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--kueue-pod-webhook", args->kueue_pod_webhook,
                 "Create pods labelled kueue.x-k8s.io/queue-name held by Kueue's admission gate "
                 "(remove the gate to admit them)");
+  cmd->add_flag("--coscheduling", args->coscheduling,
+                "Serve the PodGroup API (scheduling.x-k8s.io/v1alpha1) and bind the pods of a "
+                "PodGroup all or nothing, as the coscheduling plugin does");
   cmd->callback([args, &exit_code] { exit_code = run_dev_cluster(*args); });
 }
 

@@ -24,6 +24,7 @@
 #include "sim/node_pools.hpp"
 #include "sim/node_termination.hpp"
 #include "sim/pod_gc.hpp"
+#include "sim/pod_group_crd.hpp"
 #include "sim/scheduler.hpp"
 #include "sim/time_format.hpp"
 
@@ -237,7 +238,15 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
         std::make_unique<PodGarbageCollector>(*impl->store, PodGcOptions{o.orphan_pod_quarantine});
     impl->node_terminator = std::make_unique<NodeTerminator>(*impl->store, impl->pools);
   }
-  if (o.run_scheduler) impl->scheduler = std::make_unique<Scheduler>(*impl->store);
+  if (o.coscheduling) {
+    if (auto installed = install_pod_group_crd(*impl->store); !installed) {
+      return unexpected(installed.error());
+    }
+  }
+  if (o.run_scheduler) {
+    impl->scheduler =
+        std::make_unique<Scheduler>(*impl->store, SchedulerOptions{.coscheduling = o.coscheduling});
+  }
   ApiHandler* handler = impl->handler.get();
   auto server = HttpServer::start(
       server_options, [handler](HttpRequest& request) { return handler->handle(request); });

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string_view>
 
+#include "sim/gang_scheduling.hpp"
 #include "sim/object_cache.hpp"
 #include "sim/scheduling.hpp"
 #include "sim/time_format.hpp"
@@ -21,8 +23,15 @@ struct Scheduler::Loop {
   LoopSignal signal;
   ObjectCache pods{store, ResourceRef{"", "v1", "pods", "", "", ""}, signal};
   ObjectCache nodes{store, ResourceRef{"", "v1", "nodes", "", "", ""}, signal};
+  // The PodGroups of the coscheduling plugin, when it is on (SchedulerOptions::coscheduling).
+  std::optional<ObjectCache> pod_groups;
 
-  explicit Loop(ApiStore& s) : store(s) {}
+  Loop(ApiStore& s, const SchedulerOptions& options) : store(s) {
+    if (options.coscheduling) {
+      pod_groups.emplace(
+          store, ResourceRef{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "", "", ""}, signal);
+    }
+  }
 
   static std::string_view meta_string(const json& object, const char* key) {
     auto meta = object.find("metadata");
@@ -94,6 +103,7 @@ struct Scheduler::Loop {
     bool waiting = false;   // to be scheduled
     PodResources requests;
     std::string_view created;
+    std::string_view group;  // the pod group it belongs to (kPodGroupLabel), "" when none
     // Bound by us, its event not in yet: counted on this node until the event brings the pod
     // as the store has it (a new object, so the facts are worked out again).
     std::string assumed_node;
@@ -107,6 +117,7 @@ struct Scheduler::Loop {
     f.object = object;
     const json& pod = *object;
     f.node = pod_node_name(pod);
+    f.group = pod_group_of(pod);
     if (!f.node.empty()) {
       f.counted = !pod_is_terminal(pod);
       if (f.counted) f.requests = pod_requests(pod);
@@ -145,6 +156,87 @@ struct Scheduler::Loop {
     facts.emplace(key, std::move(f));
   }
 
+  static std::string gang_key(const PodFacts& f) {
+    std::string key(meta_string(*f.object, "namespace"));
+    key += "/";
+    key += f.group;
+    return key;
+  }
+
+  // How many pods of pod group `key` ("<namespace>/<name>") are bound and not terminal.
+  int bound_in_group(std::string_view key) const {
+    int n = 0;
+    for (const auto& [pod_key, f] : facts) {
+      if (f.counted && !f.group.empty() && gang_key(f) == key) ++n;
+    }
+    return n;
+  }
+
+  static WriteOptions write_options() {
+    WriteOptions options;
+    options.field_manager = "depl-scheduler";
+    options.user_agent = "depl-devcluster/scheduler";
+    // A binding's answer is a Status; a status patch's, the pod, read through answer().
+    options.shared_answer = true;
+    return options;
+  }
+
+  // Binds the pod of `f` to `node` with one pods/binding create, as kube-scheduler binds: the
+  // API server sets spec.nodeName and PodScheduled=True together. The uid binds this pod, not a
+  // namesake created since.
+  void bind(const std::string* key, PodFacts& f, const std::string& node) {
+    const json& pod = *f.object;
+    const std::string ns = pod["metadata"].value("namespace", "");
+    const std::string name = pod["metadata"].value("name", "");
+    const json binding = {
+        {"apiVersion", "v1"},
+        {"kind", "Binding"},
+        {"metadata",
+         {{"name", name}, {"namespace", ns}, {"uid", pod["metadata"].value("uid", "")}}},
+        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    auto result =
+        store.create(ResourceRef{"", "v1", "pods", ns, name, "binding"}, binding, write_options());
+    if (!result.ok()) {
+      spdlog::warn("event=bind_failed pod={}/{} node={} code={} message=\"{}\"", ns, name, node,
+                   result.code, result.body.is_object() ? result.body.value("message", "") : "");
+      return;
+    }
+    spdlog::debug("event=pod_scheduled pod={}/{} node={}", ns, name, node);
+    // The answer is a Status, not the pod: assume it bound until its event arrives.
+    f.assumed_node = node;
+    f.node = f.assumed_node;
+    f.waiting = false;
+    f.counted = true;
+    f.requests = pod_requests(pod);
+    count(f, +1);
+    waiting.erase(*key);
+  }
+
+  // Marks `pod` PodScheduled=False/Unschedulable with `message` (once per message); the pod as
+  // written goes to `updated`.
+  void mark_unschedulable(const json& pod, const std::string& message, std::vector<json>& updated) {
+    const json* current = find_condition(pod, "PodScheduled");
+    if (current && current->value("status", "") == "False" &&
+        current->value("reason", "") == "Unschedulable" &&
+        current->value("message", "") == message) {
+      return;
+    }
+    const std::string ns = pod["metadata"].value("namespace", "");
+    const std::string name = pod["metadata"].value("name", "");
+    json status = {{"status",
+                    {{"phase", "Pending"},
+                     {"conditions", with_condition(pod, {{"type", "PodScheduled"},
+                                                         {"status", "False"},
+                                                         {"lastProbeTime", nullptr},
+                                                         {"lastTransitionTime", rfc3339_now()},
+                                                         {"reason", "Unschedulable"},
+                                                         {"message", message}})}}}};
+    auto result = store.patch(ResourceRef{"", "v1", "pods", ns, name, "status"}, PatchType::Merge,
+                              status.dump(), write_options());
+    if (result.ok()) updated.push_back(result.answer());
+    spdlog::debug("event=pod_unschedulable pod={}/{} message=\"{}\"", ns, name, message);
+  }
+
   void schedule_pending(bool nodes_changed) {
     if (nodes_changed) {
       node_list.clear();
@@ -171,64 +263,41 @@ struct Scheduler::Loop {
       return *a.key < *b.key;
     });
     std::vector<json> updated;
-    for (const Waiting& w : queue) {
-      const json& pod = *w.facts->object;
-      const std::string ns = pod["metadata"].value("namespace", "");
-      const std::string name = pod["metadata"].value("name", "");
-      const ResourceRef binding_ref{"", "v1", "pods", ns, name, "binding"};
-      const ResourceRef status_ref{"", "v1", "pods", ns, name, "status"};
-      WriteOptions options;
-      options.field_manager = "depl-scheduler";
-      options.user_agent = "depl-devcluster/scheduler";
-      // A binding's answer is a Status; a status patch's, the pod, read through answer().
-      options.shared_answer = true;
-      const auto decision = choose_among(pod, node_list, used);
-      if (decision.node) {
-        // One write, as kube-scheduler binds: the API server sets spec.nodeName and
-        // PodScheduled=True together. The uid binds this pod, not a namesake created since.
-        const json binding = {
-            {"apiVersion", "v1"},
-            {"kind", "Binding"},
-            {"metadata",
-             {{"name", name}, {"namespace", ns}, {"uid", pod["metadata"].value("uid", "")}}},
-            {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", *decision.node}}}};
-        auto result = store.create(binding_ref, binding, options);
-        if (!result.ok()) {
-          spdlog::warn("event=bind_failed pod={}/{} node={} code={} message=\"{}\"", ns, name,
-                       *decision.node, result.code,
-                       result.body.is_object() ? result.body.value("message", "") : "");
-          continue;
-        }
-        spdlog::debug("event=pod_scheduled pod={}/{} node={}", ns, name, *decision.node);
-        // The answer is a Status, not the pod: assume it bound until its event arrives.
-        PodFacts& f = *w.facts;
-        f.assumed_node = *decision.node;
-        f.node = f.assumed_node;
-        f.waiting = false;
-        f.counted = true;
-        f.requests = pod_requests(pod);
-        count(f, +1);
-        waiting.erase(*w.key);
-      } else {
-        const json* current = find_condition(pod, "PodScheduled");
-        if (current && current->value("status", "") == "False" &&
-            current->value("reason", "") == "Unschedulable" &&
-            current->value("message", "") == decision.message) {
-          continue;
-        }
-        json status = {{"status",
-                        {{"phase", "Pending"},
-                         {"conditions", with_condition(pod, {{"type", "PodScheduled"},
-                                                             {"status", "False"},
-                                                             {"lastProbeTime", nullptr},
-                                                             {"lastTransitionTime", rfc3339_now()},
-                                                             {"reason", "Unschedulable"},
-                                                             {"message", decision.message}})}}}};
-        auto result = store.patch(status_ref, PatchType::Merge, status.dump(), options);
-        if (result.ok()) updated.push_back(result.answer());
-        spdlog::debug("event=pod_unschedulable pod={}/{} message=\"{}\"", ns, name,
-                      decision.message);
+    // With coscheduling, a pod group's waiting pods are placed together, at the turn of its
+    // oldest one.
+    std::map<std::string, std::vector<const Waiting*>, std::less<>> gangs;
+    if (pod_groups) {
+      for (const Waiting& w : queue) {
+        if (!w.facts->group.empty()) gangs[gang_key(*w.facts)].push_back(&w);
       }
+    }
+    for (const Waiting& w : queue) {
+      if (w.facts->group.empty() || !pod_groups) {
+        const auto decision = choose_among(*w.facts->object, node_list, used);
+        if (decision.node) {
+          bind(w.key, *w.facts, *decision.node);
+        } else {
+          mark_unschedulable(*w.facts->object, decision.message, updated);
+        }
+        continue;
+      }
+      auto gang = gangs.find(gang_key(*w.facts));
+      if (gang == gangs.end()) continue;  // placed with an older member of its group
+      std::vector<const json*> members;
+      for (const Waiting* m : gang->second) members.push_back(m->facts->object.get());
+      const auto group = pod_groups->objects().find(gang->first);
+      const GangDecision decision = place_gang(
+          members, bound_in_group(gang->first),
+          group == pod_groups->objects().end() ? nullptr : group->second.get(), node_list, used);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const Waiting& m = *gang->second[i];
+        if (decision.nodes[i]) {
+          bind(m.key, *m.facts, *decision.nodes[i]);
+        } else {
+          mark_unschedulable(*m.facts->object, decision.messages[i], updated);
+        }
+      }
+      gangs.erase(gang);
     }
     for (auto& pod : updated) {
       const ObjectCache::Key key = ObjectCache::key_of(pod);
@@ -244,13 +313,15 @@ struct Scheduler::Loop {
             pod_changed(ObjectCache::key_of(*pod));
           });
       const bool nodes_changed = nodes.sync();
-      if (pods_changed || nodes_changed) schedule_pending(nodes_changed);
+      const bool groups_changed = pod_groups && pod_groups->sync();
+      if (pods_changed || nodes_changed || groups_changed) schedule_pending(nodes_changed);
       signal.wait(std::chrono::milliseconds(500));
     }
   }
 };
 
-Scheduler::Scheduler(ApiStore& store) : loop_(std::make_unique<Loop>(store)) {
+Scheduler::Scheduler(ApiStore& store, SchedulerOptions options)
+    : loop_(std::make_unique<Loop>(store, options)) {
   thread_ = std::jthread([loop = loop_.get()](std::stop_token stop) { loop->run(stop); });
 }
 

@@ -1,7 +1,8 @@
 // The simulated cluster's scheduler: a loop that binds pending pods (no spec.nodeName) to nodes
 // chosen by choose_node with one pods/binding create each, as kube-scheduler does, or marks them
 // PodScheduled=False/Unschedulable with the reason; it retries whenever a pod or node changes.
-// Writes go through the ApiStore like any client's.
+// Writes go through the ApiStore like any client's. With coscheduling, pods of a PodGroup are
+// placed all or nothing (sim/gang_scheduling.hpp).
 #pragma once
 
 #include <memory>
@@ -11,9 +12,15 @@
 
 namespace depl::devcluster {
 
+struct SchedulerOptions {
+  // Plays the coscheduling plugin: pods labelled scheduling.x-k8s.io/pod-group are bound all or
+  // nothing per their PodGroup (whose CRD must be served before the scheduler starts).
+  bool coscheduling = false;
+};
+
 class Scheduler {
  public:
-  explicit Scheduler(ApiStore& store);
+  explicit Scheduler(ApiStore& store, SchedulerOptions options = {});
   ~Scheduler();  // stops the loop
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

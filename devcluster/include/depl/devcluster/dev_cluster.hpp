@@ -56,6 +56,10 @@ struct DevClusterOptions {
   int server_threads = 2;
   // StoreOptions::kueue_pod_webhook: pods on a Kueue queue are created gated.
   bool kueue_pod_webhook = false;
+  // The coscheduling plugin of kubernetes-sigs/scheduler-plugins is installed: the PodGroup CRD
+  // (scheduling.x-k8s.io/v1alpha1) is served, and the scheduler binds the pods labelled
+  // scheduling.x-k8s.io/pod-group=<group> all or nothing, once the group's minMember fit.
+  bool coscheduling = false;
 };
 
 // What a request-matching fault or a request observer looks at (DevCluster::fail_requests_where,
