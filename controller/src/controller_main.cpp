@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
                  "how workers find rank 0: dns (a real cluster) or loopback (the dev cluster)")
       ->check(CLI::IsMember({"dns", "loopback"}))
       ->capture_default_str();
+  app.add_flag("--gang-scheduling", config.gang_scheduling,
+               "gang schedule the workers of multi-worker phases (a PodGroup of the coscheduling "
+               "plugin, where served) unless a job's spec.gangScheduling says otherwise");
   app.add_option("--log-format", log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include "depl/common/json_fields.hpp"
 #include "depl/common/time.hpp"
 #include "depl/controller/creation_rejection.hpp"
+#include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/worker_pods.hpp"
 #include "depl/kube/resource.hpp"
@@ -41,6 +42,7 @@ std::string who(const json& job) {
 }
 
 kube::ResourceType type_of(const std::string& kind) {
+  if (kind == "PodGroup") return pod_group_resource();
   return kind == "Pod" ? resources::pods() : resources::services();
 }
 
@@ -232,7 +234,9 @@ DecisionExecutor::Result DecisionExecutor::create_one(const json& job, const jso
   const std::string kind = json_string(object, "kind");
   const std::string name = json_string(metadata(object), "name");
   const kube::ResourceType type = type_of(kind);
-  expectations_.expect(uid, kind, ns, name);
+  // No cache follows PodGroups: nothing waits to see them (the scheduler does).
+  const bool expected = kind != "PodGroup";
+  if (expected) expectations_.expect(uid, kind, ns, name);
   auto created = client_.create(type, ns, object, quiet_write());
   if (created) {
     spdlog::info("msg=\"created {}\" {} name={}", kind, who(job), name);
@@ -241,7 +245,7 @@ DecisionExecutor::Result DecisionExecutor::create_one(const json& job, const jso
   if (created.error().is_already_exists()) {
     const Holder holder = holder_of(type, ns, name, uid);
     if (holder == Holder::ThisJob) return {};  // ours, from an earlier try
-    expectations_.forget(uid, kind, ns, name);
+    if (expected) expectations_.forget(uid, kind, ns, name);
     if (holder == Holder::Unknown) {
       // Deleted between the create and the read (or unreadable): nothing of the job's will show
       // up, and no event of an object it does not own wakes it, so it tries again with backoff.
@@ -259,7 +263,7 @@ DecisionExecutor::Result DecisionExecutor::create_one(const json& job, const jso
     event(job, {"Warning", "FailedCreate", message});
     return unexpected(kube::ReconcileError{message});
   }
-  expectations_.forget(uid, kind, ns, name);
+  if (expected) expectations_.forget(uid, kind, ns, name);
   if (is_rejection(created.error())) {
     report_rejection(job, object, created.error());
   } else if (tells_the_user(created.error())) {

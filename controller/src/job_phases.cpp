@@ -9,6 +9,7 @@
 #include "depl/common/json_fields.hpp"
 #include "depl/common/time.hpp"
 #include "depl/controller/disruption.hpp"
+#include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/queue_admission.hpp"
 
 namespace depl::controller {
@@ -123,6 +124,35 @@ void join_group(DecisionState& state, std::size_t first, const RunningPhase& run
   }
 }
 
+// A round of several workers, when the job asks for gang scheduling, is one PodGroup of the
+// coscheduling plugin (named as its Kueue pod group), created before the workers (the plugin
+// holds back a pod whose group does not exist), which name it. Without the PodGroup API the
+// workers are made as without it, and a Warning says so.
+void make_gang(DecisionState& state, std::size_t first, const RunningPhase& running, int round,
+               bool round_starts) {
+  if (running.workers() < 2 || !gang_scheduling_asked(state.job, state.options.gang_scheduling)) {
+    return;
+  }
+  if (!state.view.pod_groups_served) {
+    if (round_starts) {
+      state.event("Warning", "GangSchedulingUnavailable",
+                  fmt::format("the API server does not serve the PodGroup API "
+                              "(scheduling.x-k8s.io/v1alpha1 podgroups): the {} workers of phase "
+                              "{} are scheduled one by one",
+                              running.workers(), running.pos.phase));
+    }
+    return;
+  }
+  const std::string group = pod_group_name(json_string(json_member(state.job, "metadata"), "name"),
+                                           running.plan.revision, running.pos.phase, round);
+  auto& create = state.decision.create;
+  for (std::size_t i = first; i < create.size(); ++i) {
+    if (json_string(create[i], "kind") == "Pod") join_gang(create[i], group);
+  }
+  create.insert(create.begin() + static_cast<std::ptrdiff_t>(first),
+                build_pod_group(state.job, group, running.workers()));
+}
+
 // The round's workers are held by `gates` (those of the earliest held pod, made at `created`):
 // the job is Queued and the wait is recorded in status.queue. The wait counts against the
 // deadline: once the time waited and the plan's predicted duration no longer fit in it, the plan
@@ -223,7 +253,9 @@ void start_round(DecisionState& state, const RunningPhase& running) {
   const auto& refused = state.view.round_without_pods;
   const bool started_already =
       refused && refused->phase == phase && refused->round == progress.round && progress.round > 0;
-  join_group(state, first_pod, running, started_already ? progress.round : progress.round + 1);
+  const int round = started_already ? progress.round : progress.round + 1;
+  join_group(state, first_pod, running, round);
+  make_gang(state, first_pod, running, round, !started_already);
   if (!started_already) {
     progress.round += 1;
     state.event(

@@ -33,7 +33,8 @@ JobReconciler::JobReconciler(kube::Client& client, JobCaches caches, Clock& cloc
       metrics_(metrics),
       options_(std::move(options)),
       executor_(client, caches.line, caches.expectations, clock, std::move(events), metrics,
-                executor_options(options_)) {}
+                executor_options(options_)),
+      pod_groups_(client, clock) {}
 
 JobView JobReconciler::view_of(const json& job) const {
   JobView view;
@@ -104,6 +105,11 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     view.round_without_pods =
         caches_.expectations.round_without_pods(json_string(json_object(job, "metadata"), "uid"));
     view.stop = solve_scope->token();
+    if (gang_scheduling_asked(job, options_.decide.gang_scheduling)) {
+      auto served = pod_groups_.served();
+      if (!served) return unexpected(kube::ReconcileError{served.error().message});
+      view.pod_groups_served = *served;
+    }
     const Decision decision = decide(view, options_.decide);
     // Stopping, or the job was deleted meanwhile: a solve may have been abandoned, and what was
     // decided without it is not carried out. The next reconcile finds the job gone, or decides

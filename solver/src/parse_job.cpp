@@ -290,7 +290,7 @@ void read_job(const json& object, const SizeBounds& bounds, Problem& problem,
   if (!spec) return;
   spec->allow_only({"target", "datasets", "models", "switching", "training"},
                    {"suspend", "checkpoint", "podTemplate", "backoffLimit", "replan",
-                    "ttlSecondsAfterFinished", "queueName"});
+                    "ttlSecondsAfterFinished", "queueName", "gangScheduling"});
   read_target(*spec, problem.target);
   read_datasets(*spec, bounds, problem.datasets);
   double all_effective_samples = 0;

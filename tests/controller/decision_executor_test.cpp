@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "depl/controller/creation_rejection.hpp"
+#include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/progress_token.hpp"
 #include "depl/controller/worker_pods.hpp"
@@ -281,6 +282,30 @@ TEST(DecisionExecutor, ANameFreedBetweenTheCreateAndTheReadIsRetried) {
   EXPECT_NE(outcome.error().message.find("trying again"), std::string::npos);
   EXPECT_FALSE(f.has_event("FailedCreate"));
   EXPECT_FALSE(f.expectations.pending("uid-mnist").has_value());
+}
+
+// A gang's PodGroup is created at its own path before the workers, is awaited by no cache, and
+// one found there from an earlier try is taken as ours.
+TEST(DecisionExecutor, APodGroupIsCreatedBeforeTheWorkersAndNotAwaited) {
+  Fixture f;
+  Decision d;
+  json group = build_pod_group(a_job(), "mnist-p0-v1-r1", 2);
+  d.create = {group, a_pod("mnist-p0-w0"), a_pod("mnist-p0-w1")};
+  f.transport->push_status(409, "AlreadyExists", "podgroups \"mnist-p0-v1-r1\" already exists");
+  group["metadata"]["uid"] = "uid-group";
+  f.transport->push_json(200, group);
+  f.transport->push_json(201, json::object());
+  f.transport->push_json(201, json::object());
+  ASSERT_TRUE(f.executor.execute(a_job(), d, false, {}).has_value());
+  EXPECT_EQ(f.requests(),
+            (std::vector<std::string>{
+                "POST /apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups",
+                "GET /apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups/mnist-p0-v1-r1",
+                "POST /api/v1/namespaces/ml/pods", "POST /api/v1/namespaces/ml/pods"}));
+  EXPECT_TRUE(f.events.empty());
+  auto awaited = f.expectations.pending("uid-mnist");
+  ASSERT_TRUE(awaited.has_value());
+  EXPECT_EQ(awaited->objects, 2u) << "the two pods, not the PodGroup";
 }
 
 // Restarting workers from the cached progress without a status write to fence it: only when the

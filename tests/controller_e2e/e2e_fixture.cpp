@@ -126,6 +126,7 @@ void ControllerE2e::start_cluster(const std::string& pools_file, ClusterSetup se
   options.image_map["*"] = kSimWorker.string();
   for (const auto& [image, executable] : setup.image_map) options.image_map[image] = executable;
   options.kueue_pod_webhook = setup.kueue_pod_webhook;
+  options.coscheduling = setup.coscheduling;
   if (setup.capture_log) {
     // The directory exists before the cluster, so its first log line is captured too. Swapping
     // the default logger is safe now and in TearDown only: no other thread of ours logs then.

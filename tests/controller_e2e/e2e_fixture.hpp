@@ -57,6 +57,9 @@ struct ClusterSetup {
   std::map<std::string, std::string> image_map;
   // Pods on a Kueue queue are created gated (DevClusterOptions::kueue_pod_webhook).
   bool kueue_pod_webhook = false;
+  // The PodGroup API is served and gangs are bound all or nothing
+  // (DevClusterOptions::coscheduling).
+  bool coscheduling = false;
 };
 
 class ControllerE2e : public ::testing::Test {

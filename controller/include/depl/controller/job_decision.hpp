@@ -53,6 +53,9 @@ struct JobView {
     int round = -1;
   };
   std::optional<Round> round_without_pods;
+  // Whether the API server serves the coscheduling plugin's PodGroup API (gang_scheduling.hpp):
+  // looked up only for a job that asks for gang scheduling.
+  bool pod_groups_served = false;
   std::chrono::system_clock::time_point now;
   // Requested when the controller stops or the job is deleted (solve_cancellation.hpp): a solve
   // in progress is abandoned (stoppable_solve.hpp) and the decision is not carried out.
@@ -64,6 +67,9 @@ struct DecideOptions {
   std::string progress_url;     // base URL workers report to
   std::string checkpoint_root;  // overrides spec.checkpoint.path when set
   RendezvousMode rendezvous = RendezvousMode::Dns;
+  // Gang scheduling for jobs that do not say (spec.gangScheduling): the operator's
+  // --gang-scheduling.
+  bool gang_scheduling = false;
   solver::SolveOptions solve;
   // A re-plan on deviation changes course only when the plan in force no longer keeps the
   // promise from the observed loss, or the new plan is cheaper by at least this fraction. Noise
@@ -98,7 +104,7 @@ struct Decision {
   // status records no token yet. The pods created reference that Secret.
   bool ensure_token_secret = false;
   std::string token_secret;            // that Secret's name (view.new_token_secret)
-  std::vector<nlohmann::json> create;  // Pods and Services, in order
+  std::vector<nlohmann::json> create;  // PodGroups, Pods and Services, in order
   std::vector<ObjectToDelete> remove;
   std::vector<EventSpec> events;
   std::optional<std::chrono::seconds> requeue_after;

@@ -12,6 +12,7 @@
 #include "depl/common/clock.hpp"
 #include "depl/controller/create_expectations.hpp"
 #include "depl/controller/decision_executor.hpp"
+#include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_decision.hpp"
 #include "depl/controller/metrics.hpp"
@@ -73,6 +74,7 @@ class JobReconciler {
   MetricsRegistry& metrics_;
   ReconcilerOptions options_;
   DecisionExecutor executor_;
+  PodGroupDiscovery pod_groups_;
   SolveCancellations solves_;
 };
 

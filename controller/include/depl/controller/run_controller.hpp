@@ -45,6 +45,8 @@ struct ControllerConfig {
   std::string catalog_namespace;  // "" = the controller's namespace
   std::string checkpoint_root;
   RendezvousMode rendezvous = RendezvousMode::Dns;
+  // Gang scheduling for jobs that do not set spec.gangScheduling (gang_scheduling.hpp).
+  bool gang_scheduling = false;
   double default_bandwidth = 1.25e9;
   double default_storage_bandwidth = 2.5e8;
   // Each solve's budget (0: no limit). With `workers` solves at once the defaults fit the
