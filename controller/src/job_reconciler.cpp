@@ -101,6 +101,8 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     if (!cached) return kube::Action::await_change();  // deleted; GC removes children
     const json& job = *cached;
     if (auto wait = awaiting_creates(job)) return *wait;
+    // Taken before the view: room that grows while this job decides has it look again.
+    const std::uint64_t epoch = caches_.line.capacity_epoch();
     JobView view = view_of(job);
     view.round_without_pods =
         caches_.expectations.round_without_pods(json_string(json_object(job, "metadata"), "uid"));
@@ -120,7 +122,18 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     if (decision.solve_seconds >= 0) {
       metrics_.observe("depl_solver_duration_seconds", {}, decision.solve_seconds);
     }
-    return executor_.execute(job, decision, view.round_without_pods.has_value(), stop);
+    auto executed = executor_.execute(job, decision, view.round_without_pods.has_value(), stop);
+    if (executed && view.unplanned_earlier_job.empty()) {
+      // Looked at the room there was at `epoch`; if it waits for capacity, the next job waiting
+      // for it (or for its first plan) may look now.
+      caches_.line.looked_at(job, epoch);
+      json after = job;
+      if (decision.status) after["status"] = *decision.status;
+      if ((waits_for_capacity(job) || waits_for_capacity(after)) && options_.turn_taken) {
+        options_.turn_taken();
+      }
+    }
+    return executed;
   }();
   metrics_.observe("depl_reconcile_duration_seconds", {},
                    std::chrono::duration<double>(clock_.now() - started).count());

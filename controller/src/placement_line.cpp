@@ -37,6 +37,23 @@ bool awaits_first_plan(const json& job) {
   return !status.contains("plan");
 }
 
+// Had its turn and found no room: Pending without a plan, Planned=False for Infeasible.
+bool waits_for_capacity(const json& job) {
+  const json& meta = json_object(job, "metadata");
+  if (meta.contains("deletionTimestamp")) return false;
+  if (json_object(job, "spec").value("suspend", false)) return false;
+  const json& status = json_object(job, "status");
+  if (json_string(status, "phase") != "Pending" || status.contains("plan")) return false;
+  const json& conditions = json_member(status, "conditions");
+  if (!conditions.is_array()) return false;
+  for (const auto& c : conditions) {
+    if (json_string(c, "type") == "Planned") {
+      return json_string(c, "status") == "False" && json_string(c, "reason") == "Infeasible";
+    }
+  }
+  return false;
+}
+
 PlacementLine::PlacementLine(GpuLedger& gpus) : gpus_(gpus) {
   gpus_.on_owner_change([this](const std::string& uid) { owner_changed(uid); });
 }
@@ -64,6 +81,7 @@ PlacementLine::Entry PlacementLine::entry_of(const json& job) {
   const json& meta = json_object(job, "metadata");
   entry.uid = json_string(meta, "uid");
   entry.awaits_first_plan = awaits_first_plan(job);
+  entry.waits_for_capacity = waits_for_capacity(job);
   // What it reserves: the phase in force of a Pending or Running job with a plan.
   const json& status = json_object(job, "status");
   const std::string phase = json_string(status, "phase");
@@ -139,6 +157,17 @@ void PlacementLine::put_locked(Rank rank, Entry entry) {
     erase_locked(old->second);  // recreated under the same name
   }
   by_key_[key] = rank;
+  if (entry.waits_for_capacity) {
+    waiting_for_capacity_.insert(rank);
+  } else {
+    waiting_for_capacity_.erase(rank);
+  }
+  if (auto old = line_.find(rank); old != line_.end() && old->second.uid == entry.uid) {
+    entry.looked_at = old->second.looked_at;
+    // It reserves less (or elsewhere): room for the others grew.
+    if (old->second.gpus > 0 && (old->second.pool != entry.pool || old->second.gpus > entry.gpus))
+      ++capacity_epoch_;
+  }
   if (entry.awaits_first_plan) {
     awaiting_.insert(rank);
   } else {
@@ -159,9 +188,11 @@ void PlacementLine::erase_locked(const Rank& rank) {
   if (it != line_.end()) {
     if (auto u = by_uid_.find(it->second.uid); u != by_uid_.end() && u->second == rank)
       by_uid_.erase(u);
+    if (it->second.gpus > 0) ++capacity_epoch_;
     line_.erase(it);
   }
   awaiting_.erase(rank);
+  waiting_for_capacity_.erase(rank);
   unfulfilled_.erase(rank);
 }
 
@@ -177,6 +208,15 @@ void PlacementLine::update_missing_locked(const Rank& rank, Entry& entry) {
 void PlacementLine::owner_changed(const std::string& uid) {
   if (uid.empty()) return;
   std::lock_guard lock(mutex_);
+  // Only freed GPUs can make room: taking them never does.
+  const int held = gpus_.held_by(uid);
+  auto seen = held_seen_.find(uid);
+  if (seen != held_seen_.end() && held < seen->second) ++capacity_epoch_;
+  if (held > 0) {
+    held_seen_[uid] = held;
+  } else if (seen != held_seen_.end()) {
+    held_seen_.erase(seen);
+  }
   auto u = by_uid_.find(uid);
   if (u == by_uid_.end()) return;
   auto it = line_.find(u->second);
@@ -194,19 +234,48 @@ void PlacementLine::remove(const json& job) {
   by_key_.erase(it);
 }
 
+const PlacementLine::Rank* PlacementLine::unseen_waiting_locked() const {
+  for (const Rank& rank : waiting_for_capacity_) {
+    auto it = line_.find(rank);
+    if (it != line_.end() && it->second.looked_at < capacity_epoch_) return &rank;
+  }
+  return nullptr;
+}
+
 std::string PlacementLine::unplanned_before(const json& job) const {
   const Rank own = rank_of(job);
   std::lock_guard lock(mutex_);
-  if (awaiting_.empty() || !(*awaiting_.begin() < own)) return "";
-  const Rank& first = *awaiting_.begin();
-  return std::get<1>(first) + "/" + std::get<2>(first);
+  const Rank* first = awaiting_.empty() ? nullptr : &*awaiting_.begin();
+  if (const Rank* unseen = unseen_waiting_locked(); unseen && (!first || *unseen < *first)) {
+    first = unseen;
+  }
+  if (!first || !(*first < own)) return "";
+  return std::get<1>(*first) + "/" + std::get<2>(*first);
 }
 
 std::optional<kube::ObjectKey> PlacementLine::next() const {
   std::lock_guard lock(mutex_);
-  if (awaiting_.empty()) return std::nullopt;
-  const Rank& first = *awaiting_.begin();
-  return kube::ObjectKey{std::get<1>(first), std::get<2>(first)};
+  const Rank* first = awaiting_.empty() ? nullptr : &*awaiting_.begin();
+  if (const Rank* unseen = unseen_waiting_locked(); unseen && (!first || *unseen < *first)) {
+    first = unseen;
+  }
+  if (!first) return std::nullopt;
+  return kube::ObjectKey{std::get<1>(*first), std::get<2>(*first)};
+}
+
+std::uint64_t PlacementLine::capacity_epoch() const {
+  std::lock_guard lock(mutex_);
+  return capacity_epoch_;
+}
+
+void PlacementLine::looked_at(const json& job, std::uint64_t epoch) {
+  const Rank rank = rank_of(job);
+  std::lock_guard lock(mutex_);
+  auto it = line_.find(rank);
+  if (it == line_.end() || it->second.uid != json_string(json_object(job, "metadata"), "uid")) {
+    return;
+  }
+  it->second.looked_at = std::max(it->second.looked_at, epoch);
 }
 
 std::vector<Reservation> PlacementLine::reservations_before(const json& job) const {

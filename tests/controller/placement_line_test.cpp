@@ -103,6 +103,73 @@ TEST(PlacementLine, EarlierJobsReserveWhatTheirPodsDoNotHoldYet) {
   EXPECT_TRUE(line.reservations_before(job("a", "2026-11-22T05:00:01Z")).empty());
 }
 
+json waiting_for_capacity(json j) {
+  j["status"] = {
+      {"phase", "Pending"},
+      {"message", "no feasible plan: no node pool with free GPUs"},
+      {"conditions",
+       json::array({{{"type", "Planned"}, {"status", "False"}, {"reason", "Infeasible"}}})}};
+  return j;
+}
+
+// Jobs that found no room keep their place: once room may have grown (GPUs freed, a job
+// reserving less), a later waiting job plans only after the earlier ones looked again. Room
+// taken moves nothing.
+TEST(PlacementLine, JobsWaitingForRoomLookAgainInCreationOrder) {
+  GpuLedger gpus;
+  PlacementLine line(gpus);
+  const json a = job("a", "2026-11-22T05:00:01Z");
+  const json b = waiting_for_capacity(job("b", "2026-11-22T05:00:02Z"));
+  const json c = waiting_for_capacity(job("c", "2026-11-22T05:00:03Z"));
+  EXPECT_TRUE(waits_for_capacity(b));
+  EXPECT_FALSE(waits_for_capacity(a));
+  EXPECT_FALSE(waits_for_capacity(planned(job("d", "2026-11-22T05:00:04Z"), "p", 1, "Pending")));
+  line.put(planned(a, "p", 1));
+  gpus.put(gpu_pod("a-w0", "uid-a", 2));
+  line.put(b);
+  line.put(c);
+  // Neither has looked since it found no room: b first, then c.
+  EXPECT_EQ(line.next()->name, "b");
+  EXPECT_EQ(line.unplanned_before(c), "default/b");
+  EXPECT_EQ(line.unplanned_before(b), "");
+  std::uint64_t epoch = line.capacity_epoch();
+  line.looked_at(b, epoch);
+  EXPECT_EQ(line.next()->name, "c");
+  EXPECT_EQ(line.unplanned_before(c), "");
+  line.looked_at(c, epoch);
+  EXPECT_FALSE(line.next().has_value());
+
+  // Another pod takes GPUs: no room grew, nobody needs to look again.
+  gpus.put(gpu_pod("other", "uid-other", 1));
+  EXPECT_EQ(line.capacity_epoch(), epoch);
+  EXPECT_EQ(line.unplanned_before(c), "");
+
+  // a's worker ends: b looks first; c waits for it, even having looked before.
+  gpus.remove(gpu_pod("a-w0", "uid-a", 2));
+  EXPECT_GT(line.capacity_epoch(), epoch);
+  epoch = line.capacity_epoch();
+  EXPECT_EQ(line.unplanned_before(c), "default/b");
+  EXPECT_EQ(line.next()->name, "b");
+  line.looked_at(b, epoch);  // b could not use it
+  EXPECT_EQ(line.unplanned_before(c), "");
+  line.looked_at(c, epoch);
+
+  // a finishes (it reserves nothing any more): room grew again.
+  json done = planned(a, "p", 1, "Succeeded");
+  line.put(done);
+  EXPECT_GT(line.capacity_epoch(), epoch);
+  EXPECT_EQ(line.unplanned_before(c), "default/b");
+  // b takes the room: planned, it no longer waits, and c looks after it.
+  line.put(planned(job("b", "2026-11-22T05:00:02Z"), "p", 1, "Pending"));
+  EXPECT_EQ(line.unplanned_before(c), "");
+  EXPECT_EQ(line.next()->name, "c");
+  // A look from a view older than the last change does not count.
+  line.looked_at(c, epoch);
+  EXPECT_EQ(line.next()->name, "c");
+  line.looked_at(c, line.capacity_epoch());
+  EXPECT_FALSE(line.next().has_value());
+}
+
 // What the line says earlier jobs still need follows the ledger whichever comes first, the
 // plan or the pods, and whatever happens to the pods afterwards.
 TEST(PlacementLine, ReservationsFollowThePodsWhicheverArrivesFirst) {

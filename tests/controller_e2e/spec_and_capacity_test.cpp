@@ -192,5 +192,26 @@ TEST_F(ControllerE2e, TwoJobsCompetingForOneGpuBothCompleteWithoutOvercommit) {
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
+// Three jobs applied in order on a pool of one GPU: each runs in turn, in that order (the one
+// waiting longest gets the GPU each time it frees, however the wake-ups are ordered), and every
+// one succeeds.
+TEST_F(ControllerE2e, ThreeJobsForOneGpuRunInTheOrderTheyWereApplied) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-single-gpu.yaml"));
+  pods_->check_pools(true);
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  const std::vector<std::string> order = {"first", "second", "third"};
+  for (const auto& name : order) create_job(job_from("job.yaml", name, 0.05));
+  for (const auto& name : order) wait_succeeded(name);
+  // The job each pod belongs to, in the order the pods were made: all of one job's, then the
+  // next's.
+  std::vector<std::string> runs;
+  for (const auto& pod : pods_->created()) {
+    const std::string job = pod["metadata"]["labels"].value("depl.dev/job", "");
+    if (runs.empty() || runs.back() != job) runs.push_back(job);
+  }
+  EXPECT_EQ(runs, order);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
 }  // namespace
 }  // namespace depl::e2e

@@ -14,11 +14,19 @@
 // asking the ledger about every job placed before it (O(jobs) per reconcile, most of a burst's
 // placement work once a thousand jobs were in line).
 //
+// A job that had its turn but found no room (Pending, no plan, Planned=False reason Infeasible:
+// it waits for capacity) keeps its place: when room may have grown (GPUs freed, a job reserving
+// less: the line's capacity epoch moves), the jobs waiting for capacity are looked at again in
+// creation order, and a later job plans only once every earlier one waiting for capacity has been
+// looked at since (and could not use the room, or took it). So freed GPUs go to the earliest job
+// that can use them, and a job that cannot use them holds back nobody for longer than one look.
+//
 // Thread-safety: every member takes the line's own lock; writers are the informer threads
 // (through the handlers and the ledger's listener) and the reconcilers (assume()). The line asks
 // the ledger while holding its lock; the ledger calls the line only after releasing its own.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,6 +49,8 @@ namespace depl::controller {
 // Whether `job` still waits for its turn at placement: not deleted, suspended, finished,
 // invalid, or planned either way.
 bool awaits_first_plan(const nlohmann::json& job);
+// Whether `job` had its turn and found no room: Pending, no plan, Planned=False for Infeasible.
+bool waits_for_capacity(const nlohmann::json& job);
 
 class PlacementLine {
  public:
@@ -64,10 +74,16 @@ class PlacementLine {
   // `job` (the reconciler's copy) is used only when the informer delivered nothing.
   void forget(const nlohmann::json& job);
 
-  // "namespace/name" of a job created before `job` that awaits its first plan, or "".
+  // "namespace/name" of a job created before `job` that awaits its first plan, or that waits for
+  // capacity and has not been looked at since the capacity epoch moved; or "".
   std::string unplanned_before(const nlohmann::json& job) const;
-  // The job whose turn it is: the earliest that awaits its first plan.
+  // The job whose turn it is: the earliest that awaits its first plan, or waits for capacity and
+  // has not been looked at since the epoch moved.
   std::optional<kube::ObjectKey> next() const;
+  // Moves whenever room may have grown: GPUs that pods held were freed, or a job reserves less.
+  std::uint64_t capacity_epoch() const;
+  // `job` was looked at (planned, or found no room) from a view taken at `epoch`.
+  void looked_at(const nlohmann::json& job, std::uint64_t epoch);
   // GPUs promised to jobs created before `job` (Pending or Running, with a plan) whose pods do
   // not hold them yet: the phase in force needs workers x gpusPerWorker in its pool, less what
   // the job's pods hold now (in the ledger).
@@ -78,6 +94,8 @@ class PlacementLine {
   struct Entry {
     std::string uid;
     bool awaits_first_plan = false;
+    bool waits_for_capacity = false;
+    std::uint64_t looked_at = 0;  // the capacity epoch of its last look (0: none)
     std::string pool;  // of the phase in force; "" when it reserves nothing
     int gpus = 0;      // the phase in force needs (workers x gpusPerWorker)
     int missing = 0;   // of those, what the job's pods do not hold yet
@@ -97,6 +115,13 @@ class PlacementLine {
   std::unordered_map<std::string, Rank> by_key_;  // "namespace/name" -> its place in line_
   std::unordered_map<std::string, Rank> by_uid_;  // job uid -> its place in line_
   std::set<Rank> awaiting_;
+  std::set<Rank> waiting_for_capacity_;
+  // Moves when room may have grown: GPUs held by some owner went down (held_seen_: what each
+  // owner of GPU pods held at the last change), or a job reserves less.
+  std::uint64_t capacity_epoch_ = 1;
+  std::unordered_map<std::string, int> held_seen_;
+  // The earliest job waiting for capacity that has not been looked at in this epoch, if any.
+  const Rank* unseen_waiting_locked() const;
   std::set<Rank> unfulfilled_;  // jobs whose pods hold less than the phase in force needs
   struct Assumption {
     std::string uid;
