@@ -6,13 +6,9 @@
 // (the controller's /metrics), and the controller's peak RSS and CPU seconds. Optionally
 // pre-creates unrelated running pods that the controller's pod informer caches. A report, not a
 // timed test; docs/benchmarks.md ("Scale") has the figures and the command.
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -35,17 +31,19 @@
 #include <vector>
 
 #include "depl/common/json_fields.hpp"
+#include "depl/common/subprocess.hpp"
 #include "depl/common/yaml_json.hpp"
 #include "depl/devcluster/dev_cluster.hpp"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using depl::devcluster::ResourceRef;
 using depl::json_string;
+using depl::Redirect;
+using depl::SpawnOptions;
+using depl::Subprocess;
+using depl::devcluster::ResourceRef;
 using Clock = std::chrono::steady_clock;
 using Seconds = std::chrono::duration<double>;
 
@@ -279,38 +277,31 @@ class ControllerProcess {
                                      "--checkpoint-root",
                                      (work / "checkpoints").string()};
     for (const auto& a : o.controller_args) args.push_back(a);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    // Nothing else of ours: an inherited listening socket of the dev cluster would keep its
-    // port open (and connections hanging) in the controller after the bench is gone.
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    if (posix_spawn(&pid_, o.controller.c_str(), &actions, nullptr, argv.data(), environ) != 0)
-      pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    SpawnOptions options;
+    options.argv = std::move(args);
+    options.stdin_from = Redirect::inherit();
+    options.stdout_to = Redirect::file(log_path, /*append=*/false);
+    options.stderr_to = Redirect::to_stdout();
+    auto child = Subprocess::spawn(options);
+    if (child) {
+      child_.emplace(std::move(*child));
+    } else {
+      spdlog::error("{}", child.error().message);
+    }
   }
   ~ControllerProcess() {
-    if (pid_ > 0 && !exited_) stop();
+    if (child_ && !child_->reaped()) stop();
   }
 
-  bool started() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool started() const { return child_.has_value(); }
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
   std::uint16_t metrics_port() const { return metrics_port_; }
 
   // Waits until /readyz answers 200 (the informer caches have synced).
   bool wait_ready(Seconds timeout) {
     const auto until = Clock::now() + timeout;
-    while (Clock::now() < until) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return false;
-      }
+    while (child_ && Clock::now() < until) {
+      if (child_->try_wait()) return false;
       if (http_get(health_port_, "/readyz").first == 200) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -319,24 +310,17 @@ class ControllerProcess {
 
   std::string metrics() const { return http_get(metrics_port_, "/metrics").second; }
 
-  // SIGTERM, then the child's CPU seconds (user + system) from wait4.
+  // SIGTERM, then the child's CPU seconds (user + system) once it has ended.
   ProcessSample stop() {
     ProcessSample s;
-    if (pid_ <= 0) return s;
-    if (!exited_) ::kill(pid_, SIGTERM);
-    int status = 0;
-    rusage usage{};
-    if (::wait4(pid_, &status, 0, &usage) == pid_) {
-      s.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                      static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    }
-    exited_ = true;
+    if (!child_) return s;
+    child_->signal(SIGTERM);
+    s.cpu_seconds = child_->wait().cpu_seconds;
     return s;
   }
 
  private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
+  std::optional<Subprocess> child_;
   std::uint16_t metrics_port_;
   std::uint16_t health_port_;
 };

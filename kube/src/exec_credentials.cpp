@@ -8,9 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include "depl/common/base64.hpp"
+#include "depl/common/subprocess.hpp"
 #include "depl/common/time.hpp"
 #include "file_util.hpp"
-#include "process.hpp"
 
 namespace depl::kube {
 
@@ -85,19 +85,23 @@ Expected<Credentials, ApiError> ExecCredentials::run_plugin() {
                         " requires interactive mode (interactiveMode: Always) but standard "
                         "input is not a terminal");
   }
-  std::vector<std::string> argv{exec_.command};
-  argv.insert(argv.end(), exec_.args.begin(), exec_.args.end());
-  auto env = exec_.env;
-  env.emplace_back("KUBERNETES_EXEC_INFO", exec_info().dump());
+  SpawnOptions plugin;
+  plugin.argv = {exec_.command};
+  plugin.argv.insert(plugin.argv.end(), exec_.args.begin(), exec_.args.end());
+  plugin.env = exec_.env;
+  plugin.env.emplace_back("KUBERNETES_EXEC_INFO", exec_info().dump());
+  plugin.stdin_from = interactive_ ? Redirect::inherit() : Redirect::null();
+  plugin.stdout_to = Redirect::pipe();
+  plugin.stderr_to = Redirect::pipe();
   ++runs_;
-  auto result = detail::run_process(argv, env, interactive_);
+  auto result = run_command(plugin);
   if (!result) {
     std::string message = who + " could not be started: " + result.error().message;
     if (!exec_.install_hint.empty()) message += "\n" + exec_.install_hint;
     return config_error(std::move(message));
   }
-  if (result->exit_code != 0) {
-    return config_error(who + " failed with exit code " + std::to_string(result->exit_code) +
+  if (result->status.exit_code != 0) {
+    return config_error(who + " failed with exit code " + std::to_string(result->status.exit_code) +
                         (result->err.empty() ? "" : ": " + trimmed(result->err)));
   }
   json output = json::parse(result->out, nullptr, false);

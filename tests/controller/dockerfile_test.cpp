@@ -2,8 +2,6 @@
 // libraries depl-controller links (ldd of the built binary, each library mapped to its package
 // with dpkg -S), so the image cannot drift from the build. Skipped when the binary is not built
 // or ldd/dpkg are missing.
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -12,19 +10,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "depl/common/subprocess.hpp"
 #include "packaging/chart_files.hpp"
 
 namespace depl::packaging {
 namespace {
 
-// stdout of a shell command, and whether it exited 0.
-std::pair<std::string, bool> run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return {"", false};
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
-  return {out, ::pclose(pipe) == 0};
+// stdout of a command, and whether it started and exited 0.
+std::pair<std::string, bool> run(const std::vector<std::string>& argv) {
+  SpawnOptions options;
+  options.argv = argv;
+  options.stdout_to = Redirect::pipe();
+  options.stderr_to = Redirect::null();
+  auto ran = run_command(options);
+  if (!ran) return {"", false};
+  return {ran->out, ran->status.exit_code == 0};
 }
 
 // Package names on the `apt-get install` line(s) of the last stage (after the last FROM).
@@ -70,10 +70,10 @@ TEST(Dockerfile, RuntimeStageInstallsExactlyThePackagesOfTheControllersLibraries
       std::filesystem::path(DEPL_BINARY_DIR) / "bin" / "depl-controller";
   if (!std::filesystem::exists(binary))
     GTEST_SKIP() << binary << " is not built (cmake --build <build> --target depl-controller)";
-  if (!run("command -v ldd").second || !run("command -v dpkg").second)
+  if (!run({"ldd", "--version"}).second || !run({"dpkg", "--version"}).second)
     GTEST_SKIP() << "ldd or dpkg is not installed";
 
-  const auto [ldd, ldd_ok] = run("ldd " + binary.string());
+  const auto [ldd, ldd_ok] = run({"ldd", binary.string()});
   ASSERT_TRUE(ldd_ok) << "ldd failed on " << binary;
   std::set<std::string> needed;
   std::istringstream lines(ldd);
@@ -85,15 +85,15 @@ TEST(Dockerfile, RuntimeStageInstallsExactlyThePackagesOfTheControllersLibraries
     words >> first >> arrow >> path;
     std::string library = arrow == "=>" ? path : first;
     if (!library.starts_with("/")) continue;  // linux-vdso.so.1 has no file
-    auto [owner, found] = run("dpkg -S " + library);
+    auto [owner, found] = run({"dpkg", "-S", library});
     if (!found) {
       // Merged /usr: dpkg may record the file under the other spelling of the directory.
       const std::string real = std::filesystem::canonical(library).string();
-      std::tie(owner, found) = run("dpkg -S " + real);
+      std::tie(owner, found) = run({"dpkg", "-S", real});
       if (!found && library.starts_with("/lib"))
-        std::tie(owner, found) = run("dpkg -S /usr" + library);
+        std::tie(owner, found) = run({"dpkg", "-S", "/usr" + library});
       if (!found && library.starts_with("/usr/lib"))
-        std::tie(owner, found) = run("dpkg -S " + library.substr(4));
+        std::tie(owner, found) = run({"dpkg", "-S", library.substr(4)});
     }
     ASSERT_TRUE(found) << "no Debian package owns " << library;
     // "libssl3:amd64: /lib/x86_64-linux-gnu/libssl.so.3"

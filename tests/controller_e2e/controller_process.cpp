@@ -1,21 +1,15 @@
 #include "controller_process.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <sstream>
-#include <thread>
-
-extern char** environ;
 
 namespace depl::e2e {
 
@@ -23,65 +17,29 @@ ControllerProcess::ControllerProcess(const std::filesystem::path& binary,
                                      const std::vector<std::string>& args,
                                      std::filesystem::path log_file)
     : log_file_(std::move(log_file)) {
-  std::vector<std::string> argv = {binary.string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c_argv;
-  for (auto& a : argv) c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  // The test process holds the dev cluster's listener and the progress proxy's: a controller
-  // that inherited them would keep them open after the test closed them.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, c_argv[0], &actions, &attr, c_argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  pid_ = pid;
-}
-
-ControllerProcess::~ControllerProcess() {
-  if (pid_ > 0 && !reaped_) {
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, &status_, 0);
-  }
+  SpawnOptions options;
+  options.argv = {binary.string()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.stdout_to = Redirect::file(log_file_.string());
+  options.stderr_to = Redirect::to_stdout();
+  options.own_process_group = true;
+  auto child = Subprocess::spawn(options);
+  if (child) child_.emplace(std::move(*child));
 }
 
 bool ControllerProcess::running() {
-  if (pid_ <= 0 || reaped_) return false;
-  if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
-  return !reaped_;
+  return child_ && !child_->try_wait().has_value();
 }
 
 void ControllerProcess::signal(int sig) {
-  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+  if (child_) child_->signal(sig);
 }
 
 int ControllerProcess::wait(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (running()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, &status_, 0);
-      reaped_ = true;
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  if (!child_) return -1;
+  if (auto status = child_->wait_for(timeout)) return status->exit_code;
+  child_->kill();
+  return -1;
 }
 
 std::string ControllerProcess::log() const {

@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "depl/common/subprocess.hpp"
 
 namespace depl::e2e {
 
@@ -17,12 +20,12 @@ class ControllerProcess {
   // no descriptor of the test's but those, in a process group of its own. started() tells.
   ControllerProcess(const std::filesystem::path& binary, const std::vector<std::string>& args,
                     std::filesystem::path log_file);
-  ~ControllerProcess();  // SIGKILL and reap when still running
+  ~ControllerProcess() = default;  // SIGKILL and reap when still running
   ControllerProcess(const ControllerProcess&) = delete;
   ControllerProcess& operator=(const ControllerProcess&) = delete;
 
-  bool started() const { return pid_ > 0; }
-  int pid() const { return pid_; }
+  bool started() const { return child_.has_value(); }
+  int pid() const { return child_ ? child_->pid() : -1; }
   // Whether it has not exited yet (reaps it when it has).
   bool running();
   void signal(int sig);
@@ -34,9 +37,7 @@ class ControllerProcess {
   const std::filesystem::path& log_file() const { return log_file_; }
 
  private:
-  int pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
+  std::optional<Subprocess> child_;
   std::filesystem::path log_file_;
 };
 

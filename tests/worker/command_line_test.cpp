@@ -1,14 +1,12 @@
 // The depl-reference-worker binary itself: exit codes and where its output goes.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "depl/common/subprocess.hpp"
 #include "test_support.hpp"
 
 namespace depl::worker {
@@ -16,45 +14,43 @@ namespace {
 
 struct Outcome {
   int exit_code = -1;
-  std::string output;  // stdout and stderr as the command line below redirects them
+  std::string output;  // stdout, and stderr where `stderr_to` sends it there
 };
 
-Outcome run(const std::string& arguments) {
-  const std::string command =
-      std::string(DEPL_BINARY_DIR) + "/bin/depl-reference-worker " + arguments;
+// Runs the binary with `arguments`; `env` is added to the test's environment.
+Outcome run(const std::vector<std::string>& arguments, Redirect stderr_to,
+            std::vector<std::pair<std::string, std::string>> env = {}) {
+  SpawnOptions options;
+  options.argv = {std::string(DEPL_BINARY_DIR) + "/bin/depl-reference-worker"};
+  options.argv.insert(options.argv.end(), arguments.begin(), arguments.end());
+  options.env = std::move(env);
+  options.stdout_to = Redirect::pipe();
+  options.stderr_to = std::move(stderr_to);
   Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) outcome.output += buffer.data();
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto ran = run_command(options);
+  if (!ran) {
+    outcome.output = ran.error().message;
+    return outcome;
+  }
+  outcome.output = std::move(ran->out);
+  if (ran->status.signal == 0) outcome.exit_code = ran->status.exit_code;
   return outcome;
 }
 
 TEST(CommandLine, HelpExitsZero) {
-  const Outcome o = run("--help");
+  const Outcome o = run({"--help"}, Redirect::inherit());
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_NE(o.output.find("--init-from"), std::string::npos);
 }
 
 TEST(CommandLine, AnIncompleteContractExitsTwoNamingTheVariable) {
-  const std::string binary = std::string(DEPL_BINARY_DIR) + "/bin/depl-reference-worker";
-  Outcome o;
-  {
-    FILE* pipe = popen(("env DEPL_JOB=j " + binary + " 2>&1").c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
-    std::array<char, 4096> buffer{};
-    while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) o.output += buffer.data();
-    const int status = pclose(pipe);
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  const Outcome o = run({}, Redirect::to_stdout(), {{"DEPL_JOB", "j"}});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.output.find("DEPL_NAMESPACE is not set"), std::string::npos) << o.output;
 }
 
 TEST(CommandLine, BadFlagsExitTwo) {
-  const Outcome o = run("--model enormous 2>&1");
+  const Outcome o = run({"--model", "enormous"}, Redirect::to_stdout());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.output.find("--model"), std::string::npos) << o.output;
 }
@@ -62,10 +58,9 @@ TEST(CommandLine, BadFlagsExitTwo) {
 TEST(CommandLine, StdoutCarriesOnlyTheEpochLines) {
   DEPL_REQUIRE_FASHION_MNIST();
   testing::TempDir dir;
-  const Outcome o =
-      run("--shards 300 --datasets shard0 --epochs 2 --variant eighth "
-          "--test-samples 100 --checkpoint-dir " +
-          dir.file("ckpt") + " 2>/dev/null");
+  const Outcome o = run({"--shards", "300", "--datasets", "shard0", "--epochs", "2", "--variant",
+                         "eighth", "--test-samples", "100", "--checkpoint-dir", dir.file("ckpt")},
+                        Redirect::null());
   ASSERT_EQ(o.exit_code, 0) << o.output;
   std::istringstream lines(o.output);
   std::string line;
@@ -78,15 +73,15 @@ TEST(CommandLine, StdoutCarriesOnlyTheEpochLines) {
   EXPECT_EQ(count, 2);
   // A rerun finds the finished checkpoint and has nothing left to do.
   const Outcome again =
-      run("--shards 300 --datasets shard0 --epochs 2 --variant eighth "
-          "--test-samples 100 --checkpoint-dir " +
-          dir.file("ckpt") + " 2>/dev/null");
+      run({"--shards", "300", "--datasets", "shard0", "--epochs", "2", "--variant", "eighth",
+           "--test-samples", "100", "--checkpoint-dir", dir.file("ckpt")},
+          Redirect::null());
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_EQ(again.output, "");
 }
 
 TEST(CommandLine, AMissingDataDirectoryExitsOne) {
-  const Outcome o = run("--data-dir /nonexistent/fashion 2>&1");
+  const Outcome o = run({"--data-dir", "/nonexistent/fashion"}, Redirect::to_stdout());
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.output.find("dataset-fashion-mnist"), std::string::npos) << o.output;
 }

@@ -1,16 +1,14 @@
 #include "sim/process_runner.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <mutex>
 #include <thread>
+
+#include "depl/common/subprocess.hpp"
 
 namespace depl::devcluster {
 
@@ -20,58 +18,28 @@ struct RunningProcess::Waiter {
   std::thread thread;
 };
 
-namespace {
-
-std::vector<char*> c_strings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-}  // namespace
-
 Expected<std::unique_ptr<RunningProcess>> RunningProcess::start(
     const ProcessSpec& spec, std::function<void(ProcessExit)> on_exit) {
   if (spec.argv.empty()) return error("container has no executable to run");
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, spec.log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  // Nothing else of ours leaks into a container: without this, every listening socket of the
-  // process hosting the cluster (the API server, an in-process controller's endpoints) stays
-  // open in each container, and a restarted server cannot bind its port again.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  if (!spec.working_dir.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, spec.working_dir.c_str());
+  SpawnOptions options;
+  options.argv = spec.argv;
+  options.inherit_env = false;
+  for (const auto& entry : spec.env) {
+    const auto eq = entry.find('=');
+    options.env.emplace_back(entry.substr(0, eq),
+                             eq == std::string::npos ? "" : entry.substr(eq + 1));
   }
-  // A fresh process group (so deletion can signal the whole tree), default signal handling and
-  // an empty mask: the dev-cluster command blocks SIGINT/SIGTERM in its own threads.
-  sigset_t empty_mask;
-  sigemptyset(&empty_mask);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&defaults, s);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setsigmask(&attr, &empty_mask);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  auto argv = c_strings(spec.argv);
-  auto envp = c_strings(spec.env);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return error("cannot start " + spec.argv[0] + ": " + std::strerror(rc));
-  }
+  options.working_dir = spec.working_dir;
+  options.stdout_to = Redirect::file(spec.log_path);
+  options.stderr_to = Redirect::to_stdout();
+  // A group of its own, so that deletion signals the whole tree. spawn_process also closes every
+  // other descriptor in the child (a container holding the API server's listening socket would
+  // keep its port bound after a restart) and resets the signal handling that the dev-cluster
+  // command blocks in its threads.
+  options.own_process_group = true;
+  auto spawned = spawn_process(options);
+  if (!spawned) return unexpected(spawned.error());
+  const pid_t pid = *spawned;
   auto waiter = std::make_unique<Waiter>();
   Waiter* w = waiter.get();
   waiter->thread = std::thread([w, pid, on_exit = std::move(on_exit)] {

@@ -1,5 +1,6 @@
-// Runs a command for tests (kubectl, the dev-cluster CLI): captured stdout+stderr, an exit code,
-// a hard timeout, and line-by-line reading for long-running commands like `kubectl get -w`.
+// Runs a command for tests (kubectl, the dev-cluster CLI) on common's subprocess utility:
+// captured stdout+stderr, an exit code, a hard timeout, and line-by-line reading for
+// long-running commands like `kubectl get -w`. Each command leads a process group of its own.
 #pragma once
 
 #include <chrono>
@@ -8,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "depl/common/subprocess.hpp"
+
 namespace depl::devcluster::testing {
 
 struct CommandResult {
-  int exit_code = -1;  // -1: killed at the timeout
-  std::string output;  // stdout and stderr interleaved
+  int exit_code = -1;  // -1: killed at the timeout, or it could not start
+  std::string output;  // stdout and stderr interleaved, or why it could not start
 };
 
 // Runs `argv` to completion (killing it after `timeout`). `env` entries are added to (and
@@ -27,25 +30,26 @@ class Subprocess {
  public:
   Subprocess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
              bool separate_stderr = false);
-  ~Subprocess();  // SIGKILL and reap if still running
+  ~Subprocess() = default;  // SIGKILL to its group and reap if still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
-  bool started() const { return pid_ > 0; }
-  int pid() const { return pid_; }
+  bool started() const { return child_.has_value(); }
+  int pid() const { return child_ ? child_->pid() : -1; }
   // The next complete line of stdout (without '\n'), or nullopt at EOF or timeout.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   // Everything read so far that is not yet returned as a line.
   const std::string& pending() const { return buffer_; }
   void signal(int sig);
-  // Waits for exit (killing after `timeout`), returns the exit code (128+signal if signalled).
+  // Waits for exit (killing after `timeout`), returns the exit code (128+signal if signalled),
+  // -1 after the timeout. What it prints meanwhile is kept in pending().
   int wait(std::chrono::milliseconds timeout);
 
  private:
-  int pid_ = -1;
-  int out_fd_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
+  // Reads what stdout has within `timeout` into buffer_; false at EOF.
+  bool fill(std::chrono::milliseconds timeout);
+
+  std::optional<depl::Subprocess> child_;
   std::string buffer_;
 };
 
