@@ -20,7 +20,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= $(notdir $(wildcard fuzz/corpus/*))
 
-.PHONY: all deps fuzz-deps build demo-build test test-sanitize test-sanitize-fast test-tsan fuzz demo demo-reference demo-quickstart bench clean format help
+.PHONY: all deps fuzz-deps build demo-build test test-sanitize test-sanitize-fast test-tsan fuzz demo demo-reference demo-quickstart bench reference-docs clean format help
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make deps   - install the Debian packages the project needs (apt-get)"
 	@echo "make build  - Release build into $(BUILD)/ (binaries in $(BUILD)/bin)"
 	@echo "make bench  - build and run the solver benchmark"
+	@echo "make reference-docs - write docs/reference.md from the CRD"
 	@echo "make test-sanitize - the whole suite under ASan + UBSan (build-asan-fast/)"
 	@echo "make test-sanitize-fast - the fast unit suites under ASan + UBSan (what CI adds)"
 	@echo "make test-tsan     - the runtime's concurrency tests under TSan (build-tsan/)"
@@ -155,6 +156,13 @@ demo-quickstart: deps demo-build
 
 bench: deps build
 	$(BUILD)/bin/depl-bench
+
+# docs/reference.md, generated from the CRD's schema (tests/controller/docs_reference_test.cpp
+# fails when it is stale).
+reference-docs: $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target depl-crd-reference
+	$(BUILD)/bin/depl-crd-reference crds/depl.dev_dependabletrainingjobs.yaml > docs/reference.md.tmp
+	mv docs/reference.md.tmp docs/reference.md
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "chart_template.hpp"
 #include "depl/common/expected.hpp"
 #include "depl/common/yaml_json.hpp"
+#include "depl/packaging/chart_template.hpp"
 
 namespace depl::packaging {
 

@@ -1,7 +1,7 @@
 // Generates docs/reference.md, the API reference of DependableTrainingJob, from the CRD's
 // structural schema, so the reference cannot disagree with what the API server enforces.
-// tests/controller/docs_reference_test.cpp fails when the checked-in file is stale and rewrites it
-// with DEPL_UPDATE_DOCS=1.
+// `make reference-docs` writes it with depl-crd-reference; tests/controller/docs_reference_test.cpp
+// fails when the checked-in file is stale.
 #pragma once
 
 #include <algorithm>
@@ -118,9 +118,8 @@ inline std::string crd_reference_markdown(const nlohmann::json& crd, const std::
   md += fmt::format("# API reference: {} ({}/{})\n\n", names["kind"].get<std::string>(),
                     spec["group"].get<std::string>(), version["name"].get<std::string>());
   md += fmt::format(
-      "<!-- Generated from {} by tests/controller/packaging/crd_reference.hpp; do not edit.\n"
-      "     Regenerate: DEPL_UPDATE_DOCS=1 build/tests/controller_tests "
-      "--gtest_filter=CrdReference.Regenerate -->\n\n",
+      "<!-- Generated from {} by tools/packaging (depl-crd-reference); do not edit.\n"
+      "     Regenerate: make reference-docs -->\n\n",
       source);
   md += detail::cell(schema.value("description", "")) + "\n\n";
   std::vector<std::string> shorts;
