@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "depl/common/json_fields.hpp"
+#include "depl/common/significant.hpp"
 #include "depl/common/time.hpp"
 
 namespace depl::controller {
@@ -35,7 +36,22 @@ double number_or(const json& object, const char* key, double fallback = 0) {
 constexpr const char* kKnownKeys[] = {
     "phase",      "message",     "observedGeneration", "startedAt",       "finishedAt",
     "conditions", "plan",        "plannedAtEpoch",     "replanRequested", "progress",
-    "failedPods", "poolFigures", "preemptions",        "progressToken",   "queue"};
+    "failedPods", "poolFigures", "preemptions",        "progressToken",   "queue",
+    "display"};
+
+// status.display: the figures `kubectl get` and `kubectl describe` show, as text rounded for
+// people (loss and P(target) to 4 significant digits, cost to 3). Written from the full-precision
+// figures at every encode and never read back, so rounding changes no decision and no identity
+// between the figures (the plan's gap is computed from its unrounded cost).
+json encode_display(const JobStatus& s) {
+  json out = json::object();
+  if (s.progress.loss) out["loss"] = format_significant(*s.progress.loss, 4);
+  if (s.plan) out["probability"] = format_significant(s.plan->probability, 4);
+  if (s.plan || !(s.progress == ProgressRecord{})) {
+    out["cost"] = format_significant(s.progress.cost, 3);
+  }
+  return out;
+}
 
 std::optional<PlanRecord> decode_plan(const json& p) {
   if (!p.is_object()) return std::nullopt;
@@ -269,6 +285,7 @@ json encode_status(const JobStatus& s) {
   }
   if (s.progress_token) out["progressToken"] = to_json(*s.progress_token);
   if (s.queue) out["queue"] = to_json(*s.queue);
+  if (json display = encode_display(s); !display.empty()) out["display"] = std::move(display);
   return out;
 }
 

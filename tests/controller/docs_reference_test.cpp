@@ -43,7 +43,7 @@ TEST(CrdReference, ListsEveryFieldWithItsBoundsAndDefaults) {
       HasSubstr("| `spec.replan` | string |  | `OnDeviation` | one of `OnDeviation`, `Never` |"));
   EXPECT_THAT(md, HasSubstr("| `spec.datasets[].sizeBytes` | quantity (integer or string) |"));
   EXPECT_THAT(md, HasSubstr("| `spec.podTemplate.nodeSelector` | map of string |"));
-  EXPECT_THAT(md, HasSubstr("| P(target) | number | `.status.plan.predicted.probability` |"));
+  EXPECT_THAT(md, HasSubstr("| P(target) | string | `.status.display.probability` |"));
   EXPECT_THAT(md, HasSubstr("| Short names | `dtj` |"));
   // The solver's limits are stated, not enforced (solver/include/depl/solver/limits.hpp).
   EXPECT_THAT(md, HasSubstr("| `spec.datasets` | array of object | yes |  | at least 1 item(s) | "

@@ -81,6 +81,38 @@ TEST(JobStatus, AnEmptyStatusEncodesAsAnEmptyObject) {
   EXPECT_FALSE(progress.contains("loss")) << progress.dump();
 }
 
+// status.display holds what the printer columns and `kubectl describe` show: loss and P(target)
+// to 4 significant digits, cost to 3. The figures themselves stay unrounded, so the plan's gap
+// is still (cost - lowerBound) / cost of the exact cost.
+TEST(JobStatus, DisplayRoundsForPeopleAndLeavesTheFiguresExact) {
+  JobStatus s = a_running_status();
+  s.plan->cost = 1.2440797475555556;
+  s.plan->lower_bound = 1.2;
+  s.plan->probability = 0.90123456;
+  s.progress.loss = 0.444352511658695;
+  s.progress.cost = 1.2440797475555556;
+  const json encoded = encode_status(s);
+  EXPECT_EQ(encoded["display"],
+            (json{{"loss", "0.4444"}, {"probability", "0.9012"}, {"cost", "1.24"}}));
+  EXPECT_EQ(encoded["plan"]["predicted"]["cost"], 1.2440797475555556);
+  EXPECT_EQ(encoded["plan"]["predicted"]["probability"], 0.90123456);
+  EXPECT_EQ(encoded["progress"]["loss"], 0.444352511658695);
+  EXPECT_EQ(encoded["progress"]["cost"], 1.2440797475555556);
+  const double cost = encoded["plan"]["predicted"]["cost"].get<double>();
+  EXPECT_EQ(encoded["plan"]["predicted"]["gap"].get<double>(), (cost - 1.2) / cost);
+  // Derived, never read back: an edited display is not kept as an unknown key.
+  json edited = encoded;
+  edited["display"]["cost"] = "9";
+  EXPECT_EQ(decode_status(edited), s);
+  EXPECT_EQ(encode_status(decode_status(edited))["display"]["cost"], "1.24");
+  // Before a plan and a report there is nothing to show.
+  EXPECT_FALSE(encode_status(JobStatus{}).contains("display"));
+  JobStatus planned;
+  planned.plan = record();
+  planned.plan->probability = 0.95;
+  EXPECT_EQ(encode_status(planned)["display"], (json{{"probability", "0.9500"}, {"cost", "0"}}));
+}
+
 // status.queue is written from the first wait for admission on, and not before.
 TEST(JobStatus, TheQueueRecordIsWrittenOnceTheJobHasWaited) {
   JobStatus status = a_running_status();
@@ -182,8 +214,8 @@ TEST(JobStatus, RoundTripsAndConditions) {
   EXPECT_EQ(typed.condition_is("Planned"), false);
 }
 
-// Found by fuzz/progress_endpoint_fuzz.cpp (UBSan): an edited status with a number too large
-// for an int was converted anyway (undefined behaviour); it now reads as absent.
+// An edited status with a number too large for an int reads as absent: converting it would be
+// undefined behaviour (fuzz/progress_endpoint_fuzz.cpp under UBSan covers it too).
 TEST(JobStatus, NumbersThatDoNotFitAnIntReadAsAbsent) {
   const auto status = json::parse(R"({
       "plan": {"datasets": ["a"], "revision": 1e20,

@@ -34,6 +34,21 @@ using ::testing::HasSubstr;
 const fs::path kRepo = DEPL_SOURCE_DIR;
 const fs::path kWorker = fs::path(DEPL_BINARY_DIR) / "bin" / "depl-sim-worker";
 
+// The significant digits of a decimal numeral ("0.4444": 4, "1.24": 3, "0.9500": 4); -1 when it
+// is not one.
+int significant_digits(const std::string& numeral) {
+  int digits = 0;
+  bool leading = true;
+  for (char c : numeral) {
+    if (c == '.') continue;
+    if (!std::isdigit(static_cast<unsigned char>(c))) return -1;
+    if (leading && c == '0') continue;
+    leading = false;
+    ++digits;
+  }
+  return numeral.empty() ? -1 : digits;
+}
+
 class InstallE2e : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,6 +170,19 @@ TEST_F(InstallE2e, ManifestsInstallAndTheQuickstartRunsToTheEnd) {
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_THAT(table.output, HasSubstr("P(TARGET)"));
   EXPECT_THAT(table.output, HasSubstr(phase));
+  // The columns show status.display: loss and P(target) to 4 significant digits, cost to 3.
+  auto display = kubectl({"get", "dtj", "quickstart", "-o",
+                          "jsonpath={.status.display.loss} {.status.display.probability} "
+                          "{.status.display.cost}"});
+  ASSERT_EQ(display.exit_code, 0) << display.output;
+  std::istringstream shown(display.output);
+  std::string loss, probability, cost;
+  shown >> loss >> probability >> cost;
+  EXPECT_EQ(significant_digits(loss), 4) << display.output;
+  EXPECT_EQ(significant_digits(probability), 4) << display.output;
+  EXPECT_EQ(significant_digits(cost), 3) << display.output;
+  for (const std::string& figure : {loss, probability, cost})
+    EXPECT_THAT(table.output, HasSubstr(" " + figure + " ")) << table.output;
   EXPECT_EQ(described.exit_code, 0);
   // Succeeded means TargetReached; the only planned way to fail is missing the target.
   const char* outcome = phase == "Succeeded" ? "TargetReached" : "TargetMissed";
