@@ -1,6 +1,6 @@
 // Which Kubernetes resource a request is about (group/version/resource, its kind, and whether
-// it lives in a namespace) and the REST paths built from it. Pure values, no I/O: the client,
-// the runtime and the dev cluster all agree on paths through this one unit.
+// it lives in a namespace) and the REST paths built from it. Pure values, no I/O: the client and
+// the runtime agree on paths through this one unit.
 #pragma once
 
 #include <string>
