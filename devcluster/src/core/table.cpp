@@ -3,11 +3,12 @@
 #include "depl/devcluster/table.hpp"
 
 #include <algorithm>
-#include <ctime>
 #include <functional>
 #include <map>
 
 #include <fmt/format.h>
+
+#include "depl/common/time.hpp"
 
 namespace depl::devcluster {
 
@@ -15,25 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-// RFC 3339 "2026-11-22T04:46:05Z" -> time_point; nullopt if malformed.
-std::optional<std::chrono::system_clock::time_point> parse_time(const std::string& text) {
-  std::tm tm{};
-  int y, mo, d, h, mi, s;
-  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &s) != 6) {
-    return std::nullopt;
-  }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
 std::string age_of(const json& timestamp, std::chrono::system_clock::time_point now) {
   if (!timestamp.is_string()) return "<unknown>";
-  auto t = parse_time(timestamp.get<std::string>());
+  auto t = parse_rfc3339(timestamp.get<std::string>());
   if (!t) return "<invalid>";
   return human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
 }

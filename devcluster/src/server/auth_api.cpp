@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include "depl/common/json_fields.hpp"
-
-#include "sim/time_format.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::devcluster {
 
@@ -149,8 +148,8 @@ ApiResult token_request(const ResourceRef& ref, json body, ApiStore& store,
       authenticator.issue_token(ref.ns, ref.name, uid, std::chrono::seconds(seconds));
   body["metadata"]["name"] = ref.name;
   body["metadata"]["namespace"] = ref.ns;
-  body["metadata"]["creationTimestamp"] = rfc3339(authenticator.now());
-  body["status"] = {{"token", token}, {"expirationTimestamp", rfc3339(expires)}};
+  body["metadata"]["creationTimestamp"] = format_rfc3339(authenticator.now());
+  body["status"] = {{"token", token}, {"expirationTimestamp", format_rfc3339(expires)}};
   return created(std::move(body));
 }
 

@@ -1,14 +1,16 @@
-// RFC 3339 timestamps (second precision, UTC) as the API writes them in conditions and states.
+// The time the simulated parts write into conditions and states: common's RFC 3339 Time (whole
+// seconds, UTC) of now.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include "depl/common/time.hpp"
+
 namespace depl::devcluster {
 
-std::string rfc3339(std::chrono::system_clock::time_point t);
 inline std::string rfc3339_now() {
-  return rfc3339(std::chrono::system_clock::now());
+  return format_rfc3339(std::chrono::system_clock::now());
 }
 
 }  // namespace depl::devcluster
