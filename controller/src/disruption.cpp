@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "depl/common/time.hpp"
 #include "depl/controller/pool_discovery.hpp"
 
 namespace depl::controller {
@@ -66,6 +67,18 @@ std::string pod_disruption(const json& pod, const SharedObjects& nodes) {
     return "";
   }
   return fmt::format("node {}: gone", node_name);
+}
+
+std::optional<std::chrono::system_clock::time_point> pod_disrupted_at(const json& pod) {
+  const json* status = member(pod, "status");
+  const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
+  if (conditions == nullptr || !conditions->is_array()) return std::nullopt;
+  for (const json& c : *conditions) {
+    if (string_member(c, "type") == "DisruptionTarget" && string_member(c, "status") == "True") {
+      return parse_rfc3339(string_member(c, "lastTransitionTime"));
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace depl::controller

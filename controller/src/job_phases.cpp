@@ -10,6 +10,7 @@
 #include "depl/common/time.hpp"
 #include "depl/controller/disruption.hpp"
 #include "depl/controller/gang_scheduling.hpp"
+#include "depl/controller/interruption_rate.hpp"
 #include "depl/controller/queue_admission.hpp"
 
 namespace depl::controller {
@@ -224,6 +225,8 @@ void note_admission(DecisionState& state, const RunningPhase& running,
     queue->waited_seconds += waited;
     queue->since.clear();
     queue->replanned = false;
+    // Held workers do not train: the round's work starts at its admission.
+    state.status.progress.checkpointed_at = state.now;
     const std::string& name = state.queue_name;
     const std::string message =
         fmt::format("phase {} admitted after {:.0f}s waiting{}", running.pos.phase, waited,
@@ -256,6 +259,8 @@ void start_round(DecisionState& state, const RunningPhase& running) {
   const int round = started_already ? progress.round : progress.round + 1;
   join_group(state, first_pod, running, round);
   make_gang(state, first_pod, running, round, !started_already);
+  // The round trains from the checkpoint it starts at.
+  if (!started_already || progress.checkpointed_at.empty()) progress.checkpointed_at = state.now;
   if (!started_already) {
     progress.round += 1;
     state.event(
@@ -347,25 +352,64 @@ std::string disruption_of(const DecisionState& state, const json& pod) {
   return pod_disruption(pod, state.view.nodes);
 }
 
+// The restart a preemption costs on `pool` (docs/depl-model.md section 2, R_i): the pool's
+// startup and reading the running variant's checkpoint back from storage.
+double restart_seconds(const DecisionState& state, const std::string& pool) {
+  auto figures = state.status.pool_figures.find(pool);
+  if (figures == state.status.pool_figures.end()) return 0;
+  double seconds = figures->second.startup_seconds;
+  const int model = state.problem.model_index(state.status.progress.model);
+  if (model >= 0 && figures->second.storage_bandwidth > 0) {
+    seconds += state.problem.models[static_cast<std::size_t>(model)].checkpoint_bytes /
+               figures->second.storage_bandwidth;
+  }
+  return seconds;
+}
+
+// What the preemption of `pod` on `pool` cost the job (docs/depl-model.md section 7): the work
+// since the running round's last checkpoint (to the pod's DisruptionTarget time, or now) plus
+// the restart, once per round: a round's other disrupted workers lose nothing more, nor does a
+// pod of a phase that no longer runs. The work counts as time trained there, for the pool's
+// observed rate.
+double lost_to_preemption(DecisionState& state, const json& pod, const std::string& pool) {
+  ProgressRecord& progress = state.status.progress;
+  if (progress.checkpointed_at.empty() || pool != progress.pool) return 0;
+  const auto disrupted = pod_disrupted_at(pod);
+  const auto at = disrupted && *disrupted <= state.view.now ? *disrupted : state.view.now;
+  const double work = seconds_since(progress.checkpointed_at, at);
+  progress.checkpointed_at.clear();
+  int workers = 1;
+  if (const auto& plan = state.status.plan;
+      plan && static_cast<std::size_t>(progress.phase) < plan->phases.size()) {
+    workers = plan->phases[static_cast<std::size_t>(progress.phase)].workers;
+  }
+  add_training_time(state.status, pool, workers * work);
+  return work + restart_seconds(state, pool);
+}
+
 // A worker ended by a disruption (`why`, from pod_disruption): counted once per pod (by uid, with
 // the failures) in status.progress.preemptions (the job's) and status.preemptions (per pool, the
-// pod's: count, the last one's time and cause), with an Event; never against backoffLimit.
+// pod's: count, the last one's time and cause, the time lost), with an Event; never against
+// backoffLimit.
 void count_preemption(DecisionState& state, const json& pod, const std::string& why) {
   JobStatus& status = state.status;
   if (!first_sight(status, pod)) return;
   std::string pool = json_string(json_at(pod, {"metadata", "annotations"}), "depl.dev/pool");
   if (pool.empty()) pool = status.progress.pool;
-  const int total = ++status.progress.preemptions;
   PreemptionRecord& record = status.preemptions[pool];
+  const double lost = lost_to_preemption(state, pod, pool);
+  const int total = ++status.progress.preemptions;
+  status.progress.lost_seconds += lost;
   record.count += 1;
   record.last_time = state.now;
   record.last_cause = why;
+  record.lost_seconds += lost;
   state.event("Warning", "WorkerPreempted",
               fmt::format("pod {} on pool {} was disrupted ({}): a preemption, not counted as "
-                          "a failure; the job goes on from its checkpoint (preemption {} on pool "
-                          "{}, {} in all)",
-                          json_string(json_member(pod, "metadata"), "name"), pool, why,
-                          record.count, pool, total));
+                          "a failure; the job goes on from its checkpoint, {:.0f}s lost "
+                          "(preemption {} on pool {}, {} in all, {:.0f}s lost in all)",
+                          json_string(json_member(pod, "metadata"), "name"), pool, why, lost,
+                          record.count, pool, total, status.progress.lost_seconds));
 }
 
 // A Failed pod: a failure, or a worker that could not reach the controller.

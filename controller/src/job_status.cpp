@@ -101,6 +101,7 @@ ProgressRecord decode_progress(const json& p) {
   out.seconds = number_or(p, "seconds");
   out.failures = std::max(0, int_or(p, "failures", 0));
   out.preemptions = std::max(0, int_or(p, "preemptions", 0));
+  out.lost_seconds = std::max(0.0, number_or(p, "lostSeconds"));
   out.round = std::max(0, int_or(p, "round", 0));
   out.stop_after_epoch = std::max(0, int_or(p, "stopAfterEpoch", 0));
   out.model = json_string(p, "model");
@@ -109,6 +110,8 @@ ProgressRecord decode_progress(const json& p) {
     out.unreachable = UnreachableRecord{std::max(0, int_or(u, "rounds", 0)), int_or(u, "epoch", -1),
                                         int_or(u, "round", -1)};
   }
+  out.checkpointed_at = json_string(p, "checkpointedAt");
+  if (!parse_rfc3339(out.checkpointed_at)) out.checkpointed_at.clear();
   return out;
 }
 
@@ -174,11 +177,17 @@ json encode_pool_figures(const PoolFigures& f) {
 std::optional<PreemptionRecord> decode_preemption(const json& p) {
   if (!p.is_object()) return std::nullopt;
   return PreemptionRecord{std::max(0, int_or(p, "count", 0)), json_string(p, "lastTime"),
-                          json_string(p, "lastCause")};
+                          json_string(p, "lastCause"), std::max(0.0, number_or(p, "lostSeconds")),
+                          std::max(0.0, number_or(p, "workerSeconds"))};
 }
 
 json encode_preemption(const PreemptionRecord& p) {
-  return json{{"count", p.count}, {"lastTime", p.last_time}, {"lastCause", p.last_cause}};
+  json out = {
+      {"count", p.count}, {"lostSeconds", p.lost_seconds}, {"workerSeconds", p.worker_seconds}};
+  // A pool the job trained on without a preemption has no last one.
+  if (!p.last_time.empty()) out["lastTime"] = p.last_time;
+  if (!p.last_cause.empty()) out["lastCause"] = p.last_cause;
+  return out;
 }
 
 }  // namespace
@@ -343,6 +352,10 @@ json to_json(const ProgressRecord& progress) {
               {"cost", progress.cost},         {"seconds", progress.seconds},
               {"failures", progress.failures}, {"preemptions", progress.preemptions},
               {"round", progress.round},       {"stopAfterEpoch", progress.stop_after_epoch}};
+  if (progress.preemptions > 0 || progress.lost_seconds > 0) {
+    out["lostSeconds"] = progress.lost_seconds;
+  }
+  if (!progress.checkpointed_at.empty()) out["checkpointedAt"] = progress.checkpointed_at;
   // No history and no loss until a worker reports.
   if (!history.empty()) out["history"] = std::move(history);
   if (progress.loss) out["loss"] = *progress.loss;

@@ -6,6 +6,8 @@
 
 #include "depl/common/json_fields.hpp"
 #include "depl/common/kubernetes_names.hpp"
+#include "depl/common/time.hpp"
+#include "depl/controller/interruption_rate.hpp"
 #include "depl/controller/job_status.hpp"
 #include "depl/controller/trainer_progress.hpp"
 
@@ -85,7 +87,8 @@ Expected<ProgressReport> parse_progress_report(const std::string& body) {
   return r;
 }
 
-ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
+ProgressOutcome apply_progress(json& job, const ProgressReport& report,
+                               std::chrono::system_clock::time_point now) {
   ProgressOutcome out;
   // The status is the controller's, but a user may have edited it: read it without trusting it.
   JobStatus status = decode_status(json_member(job, "status"));
@@ -133,6 +136,12 @@ ProgressOutcome apply_progress(json& job, const ProgressReport& report) {
       progress.history.erase(progress.history.begin(),
                              progress.history.end() - static_cast<long>(kMaxHistory));
     }
+    // The epoch's checkpoint is written: a preemption from here on loses only what follows it.
+    const std::string& pool = status.plan->phases[static_cast<std::size_t>(progress.phase)].pool;
+    if (!progress.checkpointed_at.empty()) {
+      add_training_time(status, pool, workers * seconds_since(progress.checkpointed_at, now));
+    }
+    progress.checkpointed_at = format_rfc3339(now);
     job["status"] = encode_status(status);
     out.status_changed = true;
   }
@@ -268,7 +277,7 @@ HttpReply ProgressEndpoint::handle(const HttpRequestView& request) {
         return error_reply(job.error().transient ? 503 : 404,
                            fmt::format("job {}/{}: {}", ns, name, job.error().message));
       }
-      ProgressOutcome outcome = apply_progress(*job, *report);
+      ProgressOutcome outcome = apply_progress(*job, *report, clock_.wall_now());
       if (outcome.http_status != 200) return error_reply(outcome.http_status, outcome.message);
       if (outcome.status_changed) {
         auto written = access_.write_status(*job);

@@ -196,6 +196,23 @@ TEST(JobStatusView, TableShowsPlanProgressAndEveryEpoch) {
   EXPECT_EQ(epoch_rows, 28);
 }
 
+// The preemptions of the job and the time they cost, in the table and the JSON; nothing of them
+// for a job that had none.
+TEST(JobStatusView, PreemptionsAndTheTimeTheyCostAreShown) {
+  json job = running_job();
+  auto quiet = build_status_view(job);
+  ASSERT_TRUE(quiet);
+  EXPECT_THAT(status_view_to_table(*quiet), ::testing::Not(HasSubstr("preemption")));
+  job["status"]["progress"]["preemptions"] = 3;
+  job["status"]["progress"]["lostSeconds"] = 754.0;
+  auto view = build_status_view(job);
+  ASSERT_TRUE(view);
+  EXPECT_THAT(status_view_to_table(*view), HasSubstr(", 3 preemption(s) costing 12m 34s"));
+  const json doc = status_view_to_json(*view);
+  EXPECT_EQ(doc["progress"]["preemptions"], 3);
+  EXPECT_EQ(doc["progress"]["lostSeconds"], 754.0);
+}
+
 TEST(JobStatusView, AJobWithoutStatusIsPending) {
   json job = running_job();
   job.erase("status");

@@ -708,6 +708,55 @@ TEST(JobDecision, PodsOfLostNodesArePreemptionsAndOthersFailures) {
   EXPECT_TRUE(has_event(f, "WorkerFailed"));
 }
 
+// A preemption records the time it cost (docs/depl-model.md section 7): the work since the
+// round's last checkpoint, up to the pod's DisruptionTarget time, plus the pool's restart (its
+// startup and reading the checkpoint back), once per round: a second worker of the round
+// disrupted with the first loses nothing more. The round's start is its first checkpoint. Before,
+// the status kept only the count.
+TEST(JobDecision, APreemptionRecordsTheTimeItCost) {
+  JobView v = view_with_nodes();
+  for (auto& model : v.job["spec"]["models"]) model["checkpointBytes"] = "4G";
+  apply(v, decide(v, options()));
+  ASSERT_GE(v.owned_pods.size(), 2u) << "a round of two workers";
+  const auto start = v.now;
+  EXPECT_EQ(v.job["status"]["progress"]["checkpointedAt"], format_rfc3339(start));
+  // Epoch 2 was recorded (and checkpointed) ten minutes in; both workers are reclaimed five
+  // minutes later, and the controller sees it another two minutes on.
+  report(v, 2, 1.2);
+  v.job["status"]["progress"]["checkpointedAt"] = format_rfc3339(start + std::chrono::minutes(10));
+  v.now = start + std::chrono::minutes(17);
+  const std::string pool =
+      v.owned_pods[0]["metadata"]["annotations"]["depl.dev/pool"].get<std::string>();
+  for (std::size_t i = 0; i < 2; ++i) {
+    json& pod = v.owned_pods[i];
+    pod["metadata"]["uid"] = "uid-reclaimed-" + std::to_string(i);
+    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
+    json condition = disruption_target("EvictionByEvictionAPI");
+    condition["lastTransitionTime"] = format_rfc3339(start + std::chrono::minutes(15));
+    pod["status"]["conditions"] = json::array({condition});
+  }
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  const json& figures = (*d.status)["poolFigures"][pool];
+  const double restart =
+      figures["startupSeconds"].get<double>() + 4e9 / figures["storageBandwidth"].get<double>();
+  const double lost = 300 + restart;
+  EXPECT_EQ((*d.status)["progress"]["preemptions"], 2);
+  EXPECT_NEAR((*d.status)["progress"]["lostSeconds"].get<double>(), lost, 1e-6)
+      << d.status->dump(1);
+  EXPECT_NEAR((*d.status)["preemptions"][pool]["lostSeconds"].get<double>(), lost, 1e-6);
+  EXPECT_FALSE((*d.status)["progress"].contains("checkpointedAt")) << "the round's loss is counted";
+  // The next round trains from its own start.
+  apply(v, d);
+  std::erase_if(v.owned_pods,
+                [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
+  Decision restarted = decide(v, options());
+  ASSERT_TRUE(restarted.status);
+  EXPECT_FALSE(restarted.create.empty());
+  EXPECT_EQ((*restarted.status)["progress"]["checkpointedAt"], format_rfc3339(v.now));
+  EXPECT_NEAR((*restarted.status)["progress"]["lostSeconds"].get<double>(), lost, 1e-6);
+}
+
 // The figures the status remembers of the plan's pools keep a spot pool's capacity type and
 // rate, so the phases that ran there are still priced with their interruptions once every node
 // of the pool has been reclaimed.

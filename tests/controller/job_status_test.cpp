@@ -3,6 +3,11 @@
 #include "depl/controller/job_status.hpp"
 
 #include <gtest/gtest.h>
+#include <fstream>
+#include <sstream>
+
+#include "depl/common/yaml_json.hpp"
+#include "depl/devcluster/structural_schema.hpp"
 
 namespace depl::controller {
 namespace {
@@ -40,7 +45,9 @@ JobStatus a_running_status() {
   s.pool_figures["a100"] = {"A100", 1000, 3.6, 1e9, 1e8, 30, {{"t4", 1e8}}};
   s.pool_figures["spot"] = {"A100", 1000, 1.2, 1e9, 1e8, 30, {}, solver::CapacityType::Spot, 0.5};
   s.progress.preemptions = 2;
-  s.preemptions["spot"] = {2, "2026-11-22T05:30:00Z", "node spot-0: gone"};
+  s.progress.lost_seconds = 95.5;
+  s.progress.checkpointed_at = "2026-11-22T05:40:00Z";
+  s.preemptions["spot"] = {2, "2026-11-22T05:30:00Z", "node spot-0: gone", 95.5, 7200};
   s.progress_token = ProgressTokenRecord{"mnist-progress-a1b2c3d4", "3f7a"};
   return s;
 }
@@ -59,7 +66,11 @@ TEST(JobStatus, WhatIsEncodedDecodesTheSame) {
   EXPECT_EQ(encoded["progress"]["preemptions"], 2);
   EXPECT_EQ(encoded["preemptions"]["spot"], (json{{"count", 2},
                                                   {"lastTime", "2026-11-22T05:30:00Z"},
-                                                  {"lastCause", "node spot-0: gone"}}));
+                                                  {"lastCause", "node spot-0: gone"},
+                                                  {"lostSeconds", 95.5},
+                                                  {"workerSeconds", 7200}}));
+  EXPECT_EQ(encoded["progress"]["lostSeconds"], 95.5);
+  EXPECT_EQ(encoded["progress"]["checkpointedAt"], "2026-11-22T05:40:00Z");
   EXPECT_EQ(encoded["plan"]["predicted"]["lowerBound"], 1.0);
   EXPECT_EQ(encoded["plan"]["predicted"]["gap"], 0.2);
   EXPECT_EQ(encoded["plan"]["budgetLimited"], true);
@@ -67,6 +78,52 @@ TEST(JobStatus, WhatIsEncodedDecodesTheSame) {
             (json{{"secret", "mnist-progress-a1b2c3d4"}, {"sha256", "3f7a"}}));
   EXPECT_FALSE(encoded.contains("replanRequested")) << "written only when asked for";
   EXPECT_FALSE(encoded.contains("finishedAt"));
+}
+
+// The status schema of crds/ (the chart's copy is the same file), with every
+// x-kubernetes-preserve-unknown-fields taken away: what it declares, and nothing else.
+json declared_status_schema() {
+  std::ifstream in(std::string(DEPL_SOURCE_DIR) + "/crds/depl.dev_dependabletrainingjobs.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto crd = yaml_to_json(text.str());
+  EXPECT_TRUE(crd.has_value());
+  if (!crd) return json::object();
+  json schema = (*crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+  auto strip = [](auto& self, json& node) -> void {
+    if (!node.is_object()) return;
+    node.erase("x-kubernetes-preserve-unknown-fields");
+    for (auto& [key, child] : node.items()) self(self, child);
+  };
+  strip(strip, schema);
+  return schema;
+}
+
+// Every field the controller writes in a status is declared by the CRD, so an API server that
+// prunes by the structural schema (the dev cluster does, as a real one) keeps it on its own
+// terms, not only through the status's x-kubernetes-preserve-unknown-fields (which is there for
+// the keys of other versions): a status with every field set loses nothing to the declared
+// schema and validates against it. Failed before the CRD declared status.preemptions (and the
+// other fields beyond plan, progress, queue and progressToken).
+TEST(JobStatus, TheCrdDeclaresEveryFieldTheControllerWrites) {
+  JobStatus status = a_running_status();
+  status.finished_at = "2026-11-22T06:00:00Z";
+  status.replan_requested = true;
+  status.progress.unreachable = UnreachableRecord{1, 3, 1};
+  status.queue = QueueRecord{"2026-11-22T05:01:00Z", 30, true};
+  json written = encode_status(status);
+  const json schema = declared_status_schema();
+  json pruned = written;
+  EXPECT_EQ(devcluster::prune_unknown_fields(pruned, schema), std::vector<std::string>{});
+  EXPECT_EQ(pruned, written);
+  for (const auto& e : devcluster::validate_against_schema(written, schema)) {
+    ADD_FAILURE() << e.field << ": " << e.message;
+  }
+  // The declared schema prunes at all: a field nobody declared goes.
+  json extra = written;
+  extra["preemptions"]["spot"]["undeclared"] = 1;
+  EXPECT_EQ(devcluster::prune_unknown_fields(extra, schema),
+            std::vector<std::string>{"preemptions.spot.undeclared"});
 }
 
 TEST(JobStatus, AnEmptyStatusEncodesAsAnEmptyObject) {

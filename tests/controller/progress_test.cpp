@@ -7,12 +7,15 @@
 #include <cmath>
 #include <map>
 
+#include "depl/common/time.hpp"
 #include "depl/controller/job_status.hpp"
 
 namespace depl::controller {
 namespace {
 
 using nlohmann::json;
+
+const auto kNow = std::chrono::system_clock::from_time_t(1'800'000'000);
 
 json running_job() {
   PlanRecord plan;
@@ -53,33 +56,63 @@ TEST(ProgressReport, ParsesAndNamesBadFields) {
 
 TEST(ApplyProgress, RecordsRankZeroOnceAndAnswersTheStop) {
   json job = running_job();
-  auto first = apply_progress(job, {0, 0, 2, 0.9});
+  auto first = apply_progress(job, {0, 0, 2, 0.9}, kNow);
   EXPECT_TRUE(first.status_changed);
   EXPECT_EQ(first.action, "continue");
   EXPECT_EQ(job["status"]["progress"]["epoch"], 2);
   EXPECT_EQ(job["status"]["progress"]["history"].size(), 1u);
-  auto again = apply_progress(job, {0, 0, 2, 0.9});  // a retry changes nothing
+  auto again = apply_progress(job, {0, 0, 2, 0.9}, kNow);  // a retry changes nothing
   EXPECT_FALSE(again.status_changed);
-  auto other_rank = apply_progress(job, {0, 1, 3, 0.8});
+  auto other_rank = apply_progress(job, {0, 1, 3, 0.8}, kNow);
   EXPECT_FALSE(other_rank.status_changed);
   EXPECT_EQ(other_rank.action, "checkpointAndExit");
-  auto last = apply_progress(job, {0, 0, 3, 0.8});
+  auto last = apply_progress(job, {0, 0, 3, 0.8}, kNow);
   EXPECT_TRUE(last.status_changed);
   EXPECT_EQ(last.action, "checkpointAndExit");
 }
 
+// A recorded epoch is a checkpoint: its time is kept (a preemption loses only what follows it),
+// and on a pool with interruptions the phase's workers are credited with the time they trained
+// since the last one, the exposure the pool's observed interruption rate is measured over. An
+// on-demand pool gets no record.
+TEST(ApplyProgress, ARecordedEpochIsACheckpointAndCountsTheTimeTrainedOnASpotPool) {
+  json job = running_job();
+  job["status"]["poolFigures"] = {
+      {"t4", {{"gpuGflops", 1000}, {"capacityType", "Spot"}, {"interruptionsPerHour", 0.5}}},
+      {"a100", {{"gpuGflops", 2000}}}};
+  job["status"]["progress"]["checkpointedAt"] = "2027-01-15T07:00:00Z";
+  const auto at = *parse_rfc3339("2027-01-15T07:10:00Z");
+  ASSERT_TRUE(apply_progress(job, {0, 0, 2, 0.9}, at).status_changed);
+  const json& status = job["status"];
+  EXPECT_EQ(status["progress"]["checkpointedAt"], "2027-01-15T07:10:00Z");
+  // Two workers for ten minutes since the round's last checkpoint.
+  EXPECT_DOUBLE_EQ(status["preemptions"]["t4"]["workerSeconds"].get<double>(), 1200.0);
+  EXPECT_EQ(status["preemptions"]["t4"]["count"], 0);
+  // A retry is not credited again.
+  EXPECT_FALSE(apply_progress(job, {0, 0, 2, 0.9}, at + std::chrono::minutes(5)).status_changed);
+  ASSERT_TRUE(apply_progress(job, {0, 0, 3, 0.8}, at + std::chrono::minutes(5)).status_changed);
+  EXPECT_DOUBLE_EQ(job["status"]["preemptions"]["t4"]["workerSeconds"].get<double>(), 1800.0);
+
+  json on_demand = running_job();
+  on_demand["status"]["poolFigures"] = {{"t4", {{"gpuGflops", 1000}}}};
+  on_demand["status"]["progress"]["checkpointedAt"] = "2027-01-15T07:00:00Z";
+  ASSERT_TRUE(apply_progress(on_demand, {0, 0, 2, 0.9}, at).status_changed);
+  EXPECT_FALSE(on_demand["status"].contains("preemptions")) << on_demand["status"].dump();
+  EXPECT_EQ(on_demand["status"]["progress"]["checkpointedAt"], "2027-01-15T07:10:00Z");
+}
+
 TEST(ApplyProgress, OldPhasesAndBadRanksAreTurnedAway) {
   json job = running_job();
-  auto old = apply_progress(job, {5, 0, 2, 0.9});
+  auto old = apply_progress(job, {5, 0, 2, 0.9}, kNow);
   EXPECT_EQ(old.action, "checkpointAndExit");
   EXPECT_FALSE(old.status_changed);
-  auto rank = apply_progress(job, {0, 2, 2, 0.9});
+  auto rank = apply_progress(job, {0, 2, 2, 0.9}, kNow);
   EXPECT_EQ(rank.http_status, 400);
-  auto past = apply_progress(job, {0, 0, 9, 0.9});
+  auto past = apply_progress(job, {0, 0, 9, 0.9}, kNow);
   EXPECT_EQ(past.action, "checkpointAndExit");
   EXPECT_FALSE(past.status_changed);
   job["status"]["phase"] = "Suspended";
-  EXPECT_EQ(apply_progress(job, {0, 0, 2, 0.9}).action, "checkpointAndExit");
+  EXPECT_EQ(apply_progress(job, {0, 0, 2, 0.9}, kNow).action, "checkpointAndExit");
 }
 
 // Found by fuzz/progress_endpoint_fuzz.cpp: a status whose running phase is past the plan's
@@ -87,7 +120,7 @@ TEST(ApplyProgress, OldPhasesAndBadRanksAreTurnedAway) {
 TEST(ApplyProgress, EditedStatusIsReadWithoutTrustingIt) {
   json job = running_job();
   job["status"]["progress"]["phase"] = 2;  // the plan has phases 0 and 1
-  auto past = apply_progress(job, {2, 0, 5, 0.4});
+  auto past = apply_progress(job, {2, 0, 5, 0.4}, kNow);
   EXPECT_EQ(past.http_status, 200);
   EXPECT_EQ(past.action, "checkpointAndExit");
   EXPECT_EQ(past.message, "the job's status has no readable plan for its running phase");
@@ -95,7 +128,7 @@ TEST(ApplyProgress, EditedStatusIsReadWithoutTrustingIt) {
   job = running_job();
   job["status"]["phase"] = 5;
   ProgressOutcome not_a_string;
-  EXPECT_NO_THROW(not_a_string = apply_progress(job, {0, 0, 2, 0.9}));
+  EXPECT_NO_THROW(not_a_string = apply_progress(job, {0, 0, 2, 0.9}, kNow));
   EXPECT_EQ(not_a_string.action, "checkpointAndExit");
   EXPECT_FALSE(not_a_string.status_changed);
 }
@@ -578,7 +611,7 @@ TEST(ProgressEndpoint, ATrainerStyleReportMovesTheJobForward) {
 TEST(ApplyProgress, AQueuedJobTakesReportsOfItsAdmittedWorkers) {
   json job = running_job();
   job["status"]["phase"] = phases::kQueued;
-  const ProgressOutcome out = apply_progress(job, {0, 0, 2, 0.6});
+  const ProgressOutcome out = apply_progress(job, {0, 0, 2, 0.6}, kNow);
   EXPECT_EQ(out.action, "continue");
   EXPECT_TRUE(out.status_changed);
   EXPECT_EQ(job["status"]["progress"]["epoch"], 2);

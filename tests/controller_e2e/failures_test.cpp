@@ -144,6 +144,13 @@ TEST_F(ControllerE2e, ASpotPhaseSurvivesThreeReclaimsAndSucceeds) {
       status.value("preemptions", json::object()).value("spot", json::object()).value("count", 0),
       3)
       << status.dump(1);
+  // The time each reclaim cost is kept through the API server's structural schema: at least the
+  // pool's restart (60 s of startup) per round, summed per pool and in all; so is the time the
+  // workers trained on the pool.
+  const json spot = status.value("preemptions", json::object()).value("spot", json::object());
+  EXPECT_GE(spot.value("lostSeconds", 0.0), 3 * 60.0) << status.dump(1);
+  EXPECT_DOUBLE_EQ(status["progress"].value("lostSeconds", 0.0), spot.value("lostSeconds", 0.0));
+  EXPECT_GT(spot.value("workerSeconds", 0.0), 0.0);
   EXPECT_FALSE(has_event("reclaimed", "WorkerFailed"));
   EXPECT_TRUE(has_event("reclaimed", "WorkerPreempted"));
   EXPECT_THAT(pods_->violations(), IsEmpty());

@@ -80,6 +80,10 @@ void progress_section(std::string& out, const JobStatusView& view) {
                      p.loss ? loss_text(*p.loss) : "-", format_money(p.cost),
                      format_duration(p.seconds));
   if (p.failures > 0) out += fmt::format(", {} pod failure(s) in this phase", p.failures);
+  if (p.preemptions > 0) {
+    out += fmt::format(", {} preemption(s) costing {}", p.preemptions,
+                       format_duration(p.lost_seconds));
+  }
   out += "\n";
 }
 

@@ -192,10 +192,16 @@ json status_view_to_json(const JobStatusView& view) {
     }
   }
   const controller::ProgressRecord& p = view.progress;
-  json progress = {{"phase", p.phase},       {"model", view.progress_model},
-                   {"epoch", p.epoch},       {"loss", optional_number(p.loss)},
-                   {"cost", p.cost},         {"seconds", p.seconds},
-                   {"failures", p.failures}, {"round", p.round}};
+  json progress = {{"phase", p.phase},
+                   {"model", view.progress_model},
+                   {"epoch", p.epoch},
+                   {"loss", optional_number(p.loss)},
+                   {"cost", p.cost},
+                   {"seconds", p.seconds},
+                   {"failures", p.failures},
+                   {"round", p.round},
+                   {"preemptions", p.preemptions},
+                   {"lostSeconds", p.lost_seconds}};
   json epochs = json::array();
   for (const auto& e : view.epochs) {
     epochs.push_back({{"epoch", e.epoch},

@@ -4,6 +4,8 @@
 // (docs/user-guide.md, "Spot capacity and preemptions").
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,5 +26,9 @@ namespace depl::controller {
 //   `nodes` is empty (not known).
 // A running pod on a node with a reclaim taint is not disrupted yet: it may still finish.
 std::string pod_disruption(const nlohmann::json& pod, const SharedObjects& nodes);
+
+// When the pod was disrupted: the lastTransitionTime of its DisruptionTarget=True condition;
+// nullopt without one (the caller takes the time it saw the pod disrupted).
+std::optional<std::chrono::system_clock::time_point> pod_disrupted_at(const nlohmann::json& pod);
 
 }  // namespace depl::controller

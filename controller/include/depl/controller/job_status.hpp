@@ -101,12 +101,17 @@ struct ProgressRecord {
   double seconds = 0;               // predicted time of what has run so far
   int failures = 0;                 // pod failures in the current phase
   int preemptions = 0;              // workers ended by a disruption, in all (never failures)
+  double lost_seconds = 0;          // the time those preemptions cost, in all (PreemptionRecord)
   int round = 0;                    // pods of the current phase started this many times
   // Epoch at which the current phase's workers are told to checkpoint and exit.
   int stop_after_epoch = 0;
   std::string model;  // the running phase's variant and pool, for people reading the status
   std::string pool;
   std::optional<UnreachableRecord> unreachable;
+  // RFC 3339: since when the running round has trained without a checkpoint the job can resume
+  // from (its last recorded epoch, or its start or admission); "" when no round trains or a
+  // preemption has already counted what it lost.
+  std::string checkpointed_at;
   friend bool operator==(const ProgressRecord&, const ProgressRecord&) = default;
 };
 
@@ -148,12 +153,17 @@ struct PoolFigures {
   friend bool operator==(const PoolFigures&, const PoolFigures&) = default;
 };
 
-// The workers of one pool ended by a disruption (disruption.hpp): how many, and the last one's
-// time and cause.
+// The workers of one pool ended by a disruption (disruption.hpp): how many, the last one's time
+// and cause, and the time they cost (docs/depl-model.md section 7: the work since the last
+// checkpoint plus the restart, once per round). Kept as well for a pool with interruptions the
+// job trained on without a preemption: `worker_seconds` is the exposure its observed interruption
+// rate is measured over (interruption_rate.hpp).
 struct PreemptionRecord {
   int count = 0;
   std::string last_time;  // RFC 3339
   std::string last_cause;
+  double lost_seconds = 0;
+  double worker_seconds = 0;  // the job's workers' training time in the pool, summed over workers
   friend bool operator==(const PreemptionRecord&, const PreemptionRecord&) = default;
 };
 

@@ -40,10 +40,14 @@ struct ProgressOutcome {
   bool status_changed = false;  // the job's status was updated (write it back)
 };
 
-// Applies a report to the job object in place (its status.progress). Pure. Reports of rank 0
-// record the loss; reports for an epoch already recorded change nothing (retries and restarted
-// workers re-send); reports from a phase that is no longer running are told to stop.
-ProgressOutcome apply_progress(nlohmann::json& job, const ProgressReport& report);
+// Applies a report to the job object in place (its status.progress), received at `now`. Pure.
+// Reports of rank 0 record the loss and the time of the checkpoint the epoch wrote
+// (progress.checkpointedAt), and credit the phase's workers with the time they trained since the
+// last one on a pool with interruptions (interruption_rate.hpp); reports for an epoch already
+// recorded change nothing (retries and restarted workers re-send); reports from a phase that is
+// no longer running are told to stop.
+ProgressOutcome apply_progress(nlohmann::json& job, const ProgressReport& report,
+                               std::chrono::system_clock::time_point now);
 
 // What the endpoint needs from the cluster; implemented over the API client in production.
 // Why a job or its token could not be read. Missing (404: the worker stops) or the API server
