@@ -7,6 +7,7 @@
 #include "decision_state.hpp"
 #include "depl/common/json_fields.hpp"
 #include "depl/common/time.hpp"
+#include "depl/controller/interruption_rate.hpp"
 #include "depl/controller/queue_admission.hpp"
 #include "depl/controller/stoppable_solve.hpp"
 #include "depl/solver/parse.hpp"
@@ -34,6 +35,38 @@ void add_vanished_pools(DecisionState& state, std::vector<solver::Pool>& pools) 
   }
   std::sort(pools.begin(), pools.end(),
             [](const solver::Pool& a, const solver::Pool& b) { return a.name < b.name; });
+}
+
+// A pool with interruptions where the job had preemptions is planned with the rate it observed
+// there where that is higher than the stated one (interruption_rate.hpp). Pools rebuilt from
+// status.poolFigures keep the rate they were planned with.
+void plan_with_observed_rates(DecisionState& state, std::vector<solver::Pool>& pools) {
+  for (auto& pool : pools) {
+    auto observed = state.status.preemptions.find(pool.name);
+    if (observed == state.status.preemptions.end()) continue;
+    pool.interruptions_per_hour = planning_interruption_rate(
+        pool.interruptions_per_hour, observed->second, state.options.interruption_prior_events);
+  }
+}
+
+// The pools of the plan in force still to run, from the running phase on, whose rate has risen
+// above the one the plan was priced with (status.poolFigures), as "pool: from -> to" texts.
+std::vector<std::string> risen_rates(const DecisionState& state, const PlanRecord& plan) {
+  std::vector<std::string> risen;
+  const Position pos = position_of(plan, state.status.progress);
+  for (std::size_t i = pos.phase; i < plan.phases.size(); ++i) {
+    const std::string& name = plan.phases[i].pool;
+    auto priced = state.status.pool_figures.find(name);
+    const int k = state.full.pool_index(name);
+    if (priced == state.status.pool_figures.end() || k < 0) continue;
+    const double was = priced->second.interruptions_per_hour;
+    const double is = state.full.pools[static_cast<std::size_t>(k)].interruptions_per_hour;
+    const std::string text = fmt::format("{}: {:.3g} -> {:.3g} per worker-hour", name, was, is);
+    if (is > was * (1 + 1e-9) && std::find(risen.begin(), risen.end(), text) == risen.end()) {
+      risen.push_back(text);
+    }
+  }
+  return risen;
 }
 
 // Solves `problem` and records the time spent.
@@ -279,6 +312,7 @@ bool look_at_cluster(DecisionState& state) {
                                          state.options.pool_defaults, view.reservations);
   state.pool_labels = found.pool_label;
   state.pool_tolerations = found.spot_tolerations;
+  plan_with_observed_rates(state, found.pools);
   add_vanished_pools(state, found.pools);
   auto full = solver::combine(state.problem, found.pools);
   if (!full) {
@@ -335,6 +369,21 @@ bool plan_if_needed(DecisionState& state) {
   if (state.replans_on_deviation() && progress.epoch > status.planned_at_epoch.value_or(0) &&
       progress.loss) {
     replan_rest(state, *plan, *solver_plan, /*adopt_always=*/false);
+    return true;
+  }
+  if (const auto risen = risen_rates(state, *plan);
+      !risen.empty() && state.replans_on_deviation()) {
+    // A pool interrupts more than the plan was priced for: the plan in force is kept while it
+    // keeps the promise at the observed rate, and the rest re-planned when it does not.
+    state.event("Warning", "InterruptionRateRaised",
+                fmt::format("preemptions above the stated rate; planning with the observed rate "
+                            "({})",
+                            summarise(risen)));
+    if (running && progress.loss) {
+      replan_rest(state, *plan, *solver_plan, /*adopt_always=*/false);
+    } else if (!solver::evaluate(state.full, *solver_plan).feasible) {
+      return plan_afresh(state, plan);
+    }
   }
   return true;
 }

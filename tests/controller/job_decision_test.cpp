@@ -855,6 +855,104 @@ TEST(JobDecision, APreemptionThatMovesThePlanIsCounted) {
   EXPECT_TRUE(has_event(d, "WorkerPreempted"));
 }
 
+// An a100 pool on demand and a spot one at 30% of its price that states `rate` interruptions per
+// worker-hour.
+JobView view_with_spot_pool(double rate) {
+  JobView v = view_with_nodes();
+  std::vector<json> nodes = {node("a100-0", "a100", 8, 120000, 2.5),
+                             node("a100-1", "a100", 8, 120000, 2.5)};
+  for (int i = 0; i < 2; ++i) {
+    json spot = node("spot-" + std::to_string(i), "spot", 8, 120000, 0.75);
+    spot["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
+    spot["metadata"]["annotations"]["depl.dev/interruptions-per-hour"] = fmt::format("{}", rate);
+    spot["metadata"]["annotations"]["depl.dev/startup-seconds"] = "60";
+    nodes.push_back(std::move(spot));
+  }
+  v.nodes = shared(std::move(nodes));
+  return v;
+}
+
+// The pools the plan in force still runs on, from its running phase.
+std::vector<std::string> pools_ahead(const json& status) {
+  std::vector<std::string> out;
+  const int running = status["progress"].value("phase", 0);
+  const json& phases = status["plan"]["phases"];
+  for (std::size_t i = static_cast<std::size_t>(running); i < phases.size(); ++i) {
+    out.push_back(phases[i]["pool"].get<std::string>());
+  }
+  return out;
+}
+
+// A job planned on the spot pool (stated 0.5 interruptions per worker-hour, a deadline the spot
+// plan only just keeps), with epoch 1 recorded two minutes in; then its running round's workers
+// are reclaimed a minute apart, the round restarting each time. Returns the pools ahead after
+// each reclaim, and the InterruptionRateRaised Events.
+struct Reclaims {
+  std::vector<std::vector<std::string>> pools_ahead;
+  std::vector<double> planned_rate;  // status.poolFigures.spot.interruptionsPerHour
+  int raised = 0;
+};
+
+Reclaims reclaim_repeatedly(int reclaims, const DecideOptions& opts) {
+  JobView v = view_with_spot_pool(0.5);
+  v.job["spec"]["target"]["deadlineSeconds"] = 2000;
+  apply(v, decide(v, opts));
+  v.now += std::chrono::minutes(2);
+  report(v, 1, 1.5);
+  v.job["status"]["progress"]["checkpointedAt"] = format_rfc3339(v.now);
+  apply(v, decide(v, opts));
+  EXPECT_EQ(pools_ahead(v.job["status"]), (std::vector<std::string>{"spot", "spot"}))
+      << v.job["status"]["plan"].dump();
+  Reclaims out;
+  for (int i = 0; i < reclaims; ++i) {
+    v.now += std::chrono::minutes(1);
+    for (auto& pod : v.owned_pods) {
+      pod["metadata"]["uid"] =
+          fmt::format("uid-reclaim-{}-{}", i, pod["metadata"]["name"].get<std::string>());
+      pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
+      pod["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
+    }
+    Decision d = decide(v, opts);
+    EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+    if (has_event(d, "InterruptionRateRaised")) ++out.raised;
+    apply(v, d);
+    std::erase_if(v.owned_pods,
+                  [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
+    Decision restart = decide(v, opts);
+    EXPECT_FALSE(restart.create.empty()) << "the round starts again";
+    apply(v, restart);
+    out.pools_ahead.push_back(pools_ahead(v.job["status"]));
+    out.planned_rate.push_back(v.job["status"]["poolFigures"]
+                                   .value("spot", json::object())
+                                   .value("interruptionsPerHour", 0.0));
+  }
+  return out;
+}
+
+// A spot pool that interrupts the job more than it states is planned with the rate observed
+// (docs/depl-model.md section 7): one early reclaim moves the rate by at most half (the stated
+// rate weighs as two interruptions) and the plan stays on spot; by the third the rate is past
+// twice the stated one, the plan no longer keeps its promise there, and the rest moves to the
+// on-demand pool. Before, re-plans priced the pool at its annotation, and the job stayed on spot
+// however often it was reclaimed: as it does here with the observed rate turned off.
+TEST(JobDecision, RepeatedReclaimsMoveThePlanOffSpot) {
+  const Reclaims observed = reclaim_repeatedly(3, options());
+  ASSERT_EQ(observed.pools_ahead.size(), 3u);
+  EXPECT_EQ(observed.pools_ahead[0], (std::vector<std::string>{"spot", "spot"}));
+  EXPECT_GT(observed.planned_rate[0], 0.5);
+  EXPECT_LE(observed.planned_rate[0], 0.75 + 1e-9);
+  for (const auto& pool : observed.pools_ahead[2]) EXPECT_NE(pool, "spot");
+  EXPECT_GE(observed.raised, 2);
+
+  DecideOptions stated_only = options();
+  stated_only.interruption_prior_events = 0;
+  const Reclaims stated = reclaim_repeatedly(3, stated_only);
+  ASSERT_EQ(stated.pools_ahead.size(), 3u);
+  EXPECT_EQ(stated.pools_ahead[2], (std::vector<std::string>{"spot", "spot"}));
+  EXPECT_EQ(stated.planned_rate[2], 0.5);
+  EXPECT_EQ(stated.raised, 0);
+}
+
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {
   JobView v = view_with_nodes();
   apply(v, decide(v, options()));

@@ -75,6 +75,10 @@ struct DecideOptions {
   // promise from the observed loss, or the new plan is cheaper by at least this fraction. Noise
   // alone must not move a job between pools every epoch.
   double replan_min_savings = 0.05;
+  // The weight of a spot pool's stated interruption rate against the preemptions a job observes
+  // there, in interruptions (interruption_rate.hpp): the rate a job plans with is the posterior
+  // mean of a Gamma prior with the stated mean and this shape. 0 plans with the stated rate only.
+  double interruption_prior_events = 2.0;
   // A job that waits for its turn at placement says so in its status only once it has existed
   // this long: one of a thousand jobs applied at once usually gets its turn sooner, and a
   // status write for each would hold back the placements the burst is waiting for.
