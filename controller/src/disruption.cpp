@@ -23,6 +23,26 @@ std::string string_member(const json& object, const char* key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : "";
 }
 
+// The conditions that mark a pod stopped for the cluster's sake, read in this order: Kubernetes'
+// own, and the one Kueue's pod integration sets on each pod of a group it stops (evicted by
+// preemption, a PodsReady timeout, an admission check or node failures; its workload deleted or
+// no longer admitted) before deleting it.
+constexpr std::array<const char*, 2> kDisruptionConditions = {"DisruptionTarget",
+                                                              "TerminationTarget"};
+
+// The first disruption condition of the pod that is True, or nullptr.
+const json* disruption_condition(const json& pod) {
+  const json* status = member(pod, "status");
+  const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
+  if (conditions == nullptr || !conditions->is_array()) return nullptr;
+  for (const char* type : kDisruptionConditions) {
+    for (const json& c : *conditions) {
+      if (string_member(c, "type") == type && string_member(c, "status") == "True") return &c;
+    }
+  }
+  return nullptr;
+}
+
 // status.reason values of kubelets that end a pod for its node's sake without a condition.
 constexpr std::array<const char*, 6> kDisruptedReasons = {"Evicted",      "Preempting", "Shutdown",
                                                           "NodeShutdown", "Terminated", "NodeLost"};
@@ -30,18 +50,13 @@ constexpr std::array<const char*, 6> kDisruptedReasons = {"Evicted",      "Preem
 }  // namespace
 
 std::string pod_disruption(const json& pod, const SharedObjects& nodes) {
+  if (const json* c = disruption_condition(pod)) {
+    const std::string type = string_member(*c, "type");
+    const std::string reason = string_member(*c, "reason");
+    return reason.empty() ? type : type + ": " + reason;
+  }
   const json* status = member(pod, "status");
   if (status != nullptr) {
-    if (const json* conditions = member(*status, "conditions");
-        conditions != nullptr && conditions->is_array()) {
-      for (const json& c : *conditions) {
-        if (string_member(c, "type") == "DisruptionTarget" &&
-            string_member(c, "status") == "True") {
-          const std::string reason = string_member(c, "reason");
-          return reason.empty() ? "DisruptionTarget" : "DisruptionTarget: " + reason;
-        }
-      }
-    }
     const std::string reason = string_member(*status, "reason");
     for (const char* disrupted : kDisruptedReasons) {
       if (reason == disrupted) return "status.reason " + reason;
@@ -70,15 +85,9 @@ std::string pod_disruption(const json& pod, const SharedObjects& nodes) {
 }
 
 std::optional<std::chrono::system_clock::time_point> pod_disrupted_at(const json& pod) {
-  const json* status = member(pod, "status");
-  const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
-  if (conditions == nullptr || !conditions->is_array()) return std::nullopt;
-  for (const json& c : *conditions) {
-    if (string_member(c, "type") == "DisruptionTarget" && string_member(c, "status") == "True") {
-      return parse_rfc3339(string_member(c, "lastTransitionTime"));
-    }
-  }
-  return std::nullopt;
+  const json* c = disruption_condition(pod);
+  if (c == nullptr) return std::nullopt;
+  return parse_rfc3339(string_member(*c, "lastTransitionTime"));
 }
 
 }  // namespace depl::controller

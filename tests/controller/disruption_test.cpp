@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "depl/common/time.hpp"
+
 namespace depl::controller {
 namespace {
 
@@ -40,6 +42,37 @@ TEST(PodDisruption, TheConditionNamesItsReason) {
   EXPECT_EQ(pod_disruption(p, nodes()), "DisruptionTarget: PreemptionByScheduler");
   p["status"]["conditions"][1]["status"] = "False";
   EXPECT_EQ(pod_disruption(p, nodes()), "");
+}
+
+// Kueue's pod integration stops every pod of a group it evicts (preempted by a workload of higher
+// priority, a PodsReady timeout, node failures) with TerminationTarget=True, the stop reason and
+// the eviction's message, then deletes it: a disruption like the API server's eviction, with its
+// time. Before, such a pod was waited for and, once Failed on its Ready node, counted as a failure.
+TEST(PodDisruption, AKueueEvictionIsADisruption) {
+  json p = pod("Running", "ok");
+  p["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:30Z";
+  p["status"]["conditions"] =
+      json::array({{{"type", "TerminationTarget"},
+                    {"status", "True"},
+                    {"reason", "WorkloadEvicted"},
+                    {"message",
+                     "Preempted to accommodate a workload (UID: 1234) due to prioritization in "
+                     "the ClusterQueue"},
+                    {"lastTransitionTime", "2027-01-15T08:00:00Z"}}});
+  EXPECT_EQ(pod_disruption(p, nodes()), "TerminationTarget: WorkloadEvicted");
+  const auto at = pod_disrupted_at(p);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(*at, *parse_rfc3339("2027-01-15T08:00:00Z"));
+  // Ended Failed on its Ready node after the SIGTERM: still the eviction, not a failure.
+  p["status"]["phase"] = "Failed";
+  EXPECT_EQ(pod_disruption(p, nodes()), "TerminationTarget: WorkloadEvicted");
+  // DisruptionTarget comes first when both are set.
+  p["status"]["conditions"].push_back(
+      {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"}});
+  EXPECT_EQ(pod_disruption(p, nodes()), "DisruptionTarget: EvictionByEvictionAPI");
+  p["status"]["conditions"] = json::array({{{"type", "TerminationTarget"}, {"status", "False"}}});
+  EXPECT_EQ(pod_disruption(p, nodes()), "");
+  EXPECT_FALSE(pod_disrupted_at(p).has_value());
 }
 
 TEST(PodDisruption, KubeletReasonsWithoutACondition) {

@@ -708,6 +708,43 @@ TEST(JobDecision, PodsOfLostNodesArePreemptionsAndOthersFailures) {
   EXPECT_TRUE(has_event(f, "WorkerFailed"));
 }
 
+// Kueue evicts the round's pod group (a workload of higher priority preempted it): each pod gets
+// TerminationTarget=True and is deleted, and ends Failed (SIGTERM) on its Ready node. That is a
+// preemption of every worker, never a failure against backoffLimit (0 here), and the round
+// starts again from its checkpoint, to be admitted anew. Before, the pods were failures and the
+// job failed with BackoffLimitExceeded.
+TEST(JobDecision, AKueueEvictionIsAPreemptionNotAFailure) {
+  JobView v = view_with_nodes();
+  v.job["spec"]["backoffLimit"] = 0;
+  apply(v, decide(v, options()));
+  ASSERT_FALSE(v.owned_pods.empty());
+  const std::size_t workers = v.owned_pods.size();
+  int i = 0;
+  for (auto& pod : v.owned_pods) {
+    exited(pod, 143, "uid-evicted-" + std::to_string(i++));
+    pod["spec"]["nodeName"] = "a100-0";
+    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
+    pod["status"]["conditions"] =
+        json::array({{{"type", "TerminationTarget"},
+                      {"status", "True"},
+                      {"reason", "WorkloadEvicted"},
+                      {"message",
+                       "Preempted to accommodate a workload due to prioritization in the "
+                       "ClusterQueue"}}});
+  }
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ((*d.status)["phase"], "Running") << d.status->dump(1);
+  EXPECT_EQ((*d.status)["progress"].value("failures", 0), 0);
+  EXPECT_EQ((*d.status)["progress"]["preemptions"], static_cast<int>(workers));
+  EXPECT_FALSE(has_event(d, "WorkerFailed"));
+  EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+  apply(v, d);
+  v.owned_pods.clear();  // deleted
+  Decision restart = decide(v, options());
+  EXPECT_EQ(restart.create.size(), workers) << "the round starts again";
+}
+
 // A preemption records the time it cost (docs/depl-model.md section 7): the work since the
 // round's last checkpoint, up to the pod's DisruptionTarget time, plus the pool's restart (its
 // startup and reading the checkpoint back), once per round: a second worker of the round
@@ -803,7 +840,7 @@ std::string reclaim_under(JobView& v, json& lost, std::size_t reclaimed, bool ke
     }
     nodes.push_back(std::move(copy));
   }
-  v.nodes = shared(std::move(nodes));
+  v.nodes = fixture::shared(std::move(nodes));
   lost["spec"]["nodeName"] = under;
   lost["metadata"]["uid"] = "uid-reclaimed";
   lost["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
@@ -859,16 +896,16 @@ TEST(JobDecision, APreemptionThatMovesThePlanIsCounted) {
 // worker-hour.
 JobView view_with_spot_pool(double rate) {
   JobView v = view_with_nodes();
-  std::vector<json> nodes = {node("a100-0", "a100", 8, 120000, 2.5),
-                             node("a100-1", "a100", 8, 120000, 2.5)};
+  std::vector<json> nodes = {fixture::gpu_node("a100-0", "a100", 8, 120000, 2.5),
+                             fixture::gpu_node("a100-1", "a100", 8, 120000, 2.5)};
   for (int i = 0; i < 2; ++i) {
-    json spot = node("spot-" + std::to_string(i), "spot", 8, 120000, 0.75);
+    json spot = fixture::gpu_node("spot-" + std::to_string(i), "spot", 8, 120000, 0.75);
     spot["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
     spot["metadata"]["annotations"]["depl.dev/interruptions-per-hour"] = fmt::format("{}", rate);
     spot["metadata"]["annotations"]["depl.dev/startup-seconds"] = "60";
     nodes.push_back(std::move(spot));
   }
-  v.nodes = shared(std::move(nodes));
+  v.nodes = fixture::shared(std::move(nodes));
   return v;
 }
 

@@ -18,7 +18,9 @@ namespace depl::controller {
 // "node spot-0: karpenter.sh/disrupted taint", "node spot-0: gone"); empty when the pod was not
 // disrupted. Read, in this order:
 // - the condition DisruptionTarget=True (eviction, preemption by the scheduler, the taint
-//   manager, the pod garbage collector, the kubelet's node-pressure or shutdown termination);
+//   manager, the pod garbage collector, the kubelet's node-pressure or shutdown termination),
+//   then TerminationTarget=True (Kueue stopping the pods of a group it evicted: preempted by a
+//   higher priority, a PodsReady timeout, node failures; "TerminationTarget: WorkloadEvicted");
 // - status.reason Evicted, Preempting, Shutdown, NodeShutdown, Terminated or NodeLost (kubelets
 //   that set no condition);
 // - for a pod that has ended or is terminating: its node (spec.nodeName) gone from `nodes`, not
@@ -27,8 +29,9 @@ namespace depl::controller {
 // A running pod on a node with a reclaim taint is not disrupted yet: it may still finish.
 std::string pod_disruption(const nlohmann::json& pod, const SharedObjects& nodes);
 
-// When the pod was disrupted: the lastTransitionTime of its DisruptionTarget=True condition;
-// nullopt without one (the caller takes the time it saw the pod disrupted).
+// When the pod was disrupted: the lastTransitionTime of its DisruptionTarget=True (or
+// TerminationTarget=True) condition; nullopt without one (the caller takes the time it saw the
+// pod disrupted).
 std::optional<std::chrono::system_clock::time_point> pod_disrupted_at(const nlohmann::json& pod);
 
 }  // namespace depl::controller
