@@ -46,7 +46,7 @@ std::unique_ptr<kube::Informer> make_informer(kube::Client& client, Clock& clock
 
 ControllerCaches::ControllerCaches(kube::Client& client, Clock& clock, RandomSource& random,
                                    CacheOptions options)
-    : line_(gpus_), expectations_(clock) {
+    : line_(gpus_), expectations_(clock), departed_(clock) {
   const std::string managed = fmt::format("{}={}", kManagedByLabel, kManagedByValue);
   auto informer = [&](kube::ResourceType type, WatchScope scope) {
     return make_informer(client, clock, random, std::move(type), std::move(scope));
@@ -76,11 +76,14 @@ ControllerCaches::ControllerCaches(kube::Client& client, Clock& clock, RandomSou
   jobs_->add_handlers(line_.handlers());
   kube::ResourceEventHandlers forget_job;
   forget_job.on_delete = [this](const kube::ObjectPtr& job) {
-    expectations_.erase(json_string(json_member(*job, "metadata"), "uid"));
+    const std::string uid = json_string(json_member(*job, "metadata"), "uid");
+    expectations_.erase(uid);
+    departed_.erase(uid);
   };
   jobs_->add_handlers(std::move(forget_job));
   pods_->add_handlers(gpus_.handlers());
   pods_->add_handlers(expectations_.handlers("Pod"));
+  pods_->add_handlers(departed_.handlers());
   services_->add_handlers(expectations_.handlers("Service"));
 }
 
@@ -97,7 +100,8 @@ JobCaches ControllerCaches::job_caches() {
           services_->store(),
           config_maps_->store(),
           job_policy_->store(),
-          expectations_};
+          expectations_,
+          departed_};
 }
 
 std::vector<kube::Informer*> ControllerCaches::all() {

@@ -108,7 +108,8 @@ void record_spent(DecisionState& state, const solver::Plan& plan, const Position
 // Counts every worker of the job ended by a disruption (disruption.hpp) as a preemption, once per
 // pod, whatever happens next: before planning, since a reclaim may also take the pool's last
 // room (the job then waits, or is re-planned elsewhere, and run_phase never sees the pod in a
-// round).
+// round). The view's departed pods count too: a pod deleted before a status write recorded its
+// preemption.
 void count_preemptions(DecisionState& state);
 // Drives the phase the progress points at: stops leftovers, starts or completes a round,
 // restarts after failures, ends the phase and moves on.

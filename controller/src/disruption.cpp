@@ -23,13 +23,6 @@ std::string string_member(const json& object, const char* key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : "";
 }
 
-// The conditions that mark a pod stopped for the cluster's sake, read in this order: Kubernetes'
-// own, and the one Kueue's pod integration sets on each pod of a group it stops (evicted by
-// preemption, a PodsReady timeout, an admission check or node failures; its workload deleted or
-// no longer admitted) before deleting it.
-constexpr std::array<const char*, 2> kDisruptionConditions = {"DisruptionTarget",
-                                                              "TerminationTarget"};
-
 // The first disruption condition of the pod that is True, or nullptr.
 const json* disruption_condition(const json& pod) {
   const json* status = member(pod, "status");

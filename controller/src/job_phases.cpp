@@ -564,9 +564,13 @@ void keep_ranks(DecisionState& state, const RunningPhase& running,
 }  // namespace
 
 void count_preemptions(DecisionState& state) {
-  for (const auto& pod : state.view.owned_pods) {
-    if (const std::string why = disruption_of(state, pod); !why.empty()) {
-      count_preemption(state, pod, why);
+  // The pods still cached, then those deleted since (departed_pods.hpp), whose last state may be
+  // all that is left of a preemption.
+  for (const auto* pods : {&state.view.owned_pods, &state.view.departed_pods}) {
+    for (const auto& pod : *pods) {
+      if (const std::string why = disruption_of(state, pod); !why.empty()) {
+        count_preemption(state, pod, why);
+      }
     }
   }
 }

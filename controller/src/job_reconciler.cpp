@@ -20,6 +20,17 @@ std::vector<json> owned(const kube::Store& store, const std::string& uid) {
   return out;
 }
 
+// The uids of the pods the job's status counted (status.failedPods).
+std::vector<std::string> recorded_pods(const json& job) {
+  std::vector<std::string> uids;
+  const json& failed = json_member(json_member(job, "status"), "failedPods");
+  if (!failed.is_array()) return uids;
+  for (const auto& uid : failed) {
+    if (uid.is_string()) uids.push_back(uid.get<std::string>());
+  }
+  return uids;
+}
+
 ExecutorOptions executor_options(const ReconcilerOptions& options) {
   return {options.field_manager, options.turn_taken};
 }
@@ -43,6 +54,7 @@ JobView JobReconciler::view_of(const json& job) const {
   const std::string uid = json_string(meta, "uid");
   view.owned_pods = owned(caches_.pods, uid);
   view.owned_services = owned(caches_.services, uid);
+  view.departed_pods = caches_.departed.of(uid, recorded_pods(job));
   if (!progress_token_of(job))
     view.new_token_secret = new_token_secret_name(json_string(meta, "name"));
   view.now = clock_.wall_now();

@@ -1,5 +1,8 @@
 #include "depl/controller/pod_cache.hpp"
 
+#include <algorithm>
+
+#include "depl/controller/disruption.hpp"
 #include "depl/controller/job_resource.hpp"
 #include "depl/controller/pool_discovery.hpp"
 #include "depl/kube/runtime/controller.hpp"
@@ -75,6 +78,26 @@ void trim_cached_pod(json& pod) {
   if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
     json& st = out["status"] = json::object();
     copy_member(*status, st, "phase");
+    // What ended a worker for the cluster's sake (disruption.hpp): the status reason and the
+    // disruption conditions, with their time.
+    if (ours) copy_member(*status, st, "reason");
+    auto conditions = status->find("conditions");
+    if (ours && conditions != status->end() && conditions->is_array()) {
+      json kept = json::array();
+      for (auto& c : *conditions) {
+        if (!c.is_object()) continue;
+        const std::string type = c.value("type", "");
+        if (std::none_of(kDisruptionConditions.begin(), kDisruptionConditions.end(),
+                         [&](const char* t) { return type == t; }))
+          continue;
+        json condition = json::object();
+        for (const char* key : {"type", "status", "reason", "lastTransitionTime"}) {
+          copy_member(c, condition, key);
+        }
+        kept.push_back(std::move(condition));
+      }
+      if (!kept.empty()) st["conditions"] = std::move(kept);
+    }
     auto statuses = status->find("containerStatuses");
     if (ours && statuses != status->end() && statuses->is_array()) {
       json& kept = st["containerStatuses"] = json::array();
@@ -112,6 +135,10 @@ kube::FieldFilter cached_pod_fields() {
   f.keep({"spec", "containers", "resources", "limits", kGpuResource});
   f.keep({"spec", "containers", "env"});
   f.keep({"status", "phase"});
+  f.keep({"status", "reason"});
+  for (const char* key : {"type", "status", "reason", "lastTransitionTime"}) {
+    f.keep({"status", "conditions", key});
+  }
   f.keep({"status", "containerStatuses", "name"});
   f.keep({"status", "containerStatuses", "state", "terminated", "exitCode"});
   f.keep({"status", "containerStatuses", "state", "terminated", "reason"});

@@ -1066,6 +1066,15 @@ TEST(JobDecision, DecidesTheSameOnTrimmedCachedPods) {
   expect_same_on_trimmed_pods(v, "a worker failed");
   v.owned_pods[0]["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
   expect_same_on_trimmed_pods(v, "terminating");
+  json evicted = disruption_target("EvictionByEvictionAPI");
+  evicted["lastTransitionTime"] = "2027-01-15T07:58:00Z";
+  v.owned_pods[0]["status"]["conditions"] =
+      json::array({{{"type", "Ready"}, {"status", "False"}}, evicted});
+  expect_same_on_trimmed_pods(v, "disrupted");
+  v.owned_pods[0]["status"]["conditions"] = json::array();
+  v.owned_pods[0]["status"]["reason"] = "Evicted";
+  expect_same_on_trimmed_pods(v, "evicted by the kubelet");
+  v.owned_pods[0]["status"].erase("reason");
   v.owned_pods[0]["metadata"].erase("deletionTimestamp");
   set_pods_phase(v, "Succeeded");
   const auto plan = *plan_from_json(v.job["status"]);

@@ -107,6 +107,13 @@ std::vector<json> test_pods() {
       {{{"name", "main"},
         {"image", "registry.example.com/web:1"},
         {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}, {"startedAt", "x"}}}}}}});
+  worker["status"]["reason"] = "Evicted";
+  worker["status"]["conditions"].push_back({{"type", "DisruptionTarget"},
+                                            {"status", "True"},
+                                            {"reason", "EvictionByEvictionAPI"},
+                                            {"message", "evicted"},
+                                            {"lastProbeTime", nullptr},
+                                            {"lastTransitionTime", "2026-11-22T06:00:00Z"}});
   json small = {{"apiVersion", "v1"},
                 {"kind", "Pod"},
                 {"metadata",

@@ -137,5 +137,35 @@ TEST(PodCache, TheOperatorsOwnWorkersKeepWhatDecideReads) {
   EXPECT_EQ(pod_gpu_request(worker), 1);
 }
 
+// What tells a worker's preemption (disruption.hpp) stays: status.reason and the disruption
+// conditions with their time, not the others. Before, the cache dropped both, and only the node's
+// state could tell a preemption: a worker evicted from a healthy node, or stopped by Kueue,
+// counted as a failure.
+TEST(PodCache, TheOperatorsOwnWorkersKeepWhatTellsAPreemption) {
+  json worker = other_pod("job-p0-w0", "n1", 1, "Failed");
+  worker["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "depl.dev/v1alpha1"},
+                                                        {"kind", "DependableTrainingJob"},
+                                                        {"name", "job"},
+                                                        {"uid", "job-uid"},
+                                                        {"controller", true}}});
+  worker["status"]["reason"] = "Evicted";
+  const json disruption = {{"type", "DisruptionTarget"},
+                           {"status", "True"},
+                           {"reason", "EvictionByEvictionAPI"},
+                           {"lastTransitionTime", "2027-01-15T07:58:00Z"}};
+  json with_message = disruption;
+  with_message["message"] = "Eviction API: evicting";
+  worker["status"]["conditions"].push_back(with_message);
+  json other = other_pod("web-0", "n1", 1, "Failed");
+  other["status"]["reason"] = "Evicted";
+  other["status"]["conditions"].push_back(with_message);
+  trim_cached_pod(worker);
+  trim_cached_pod(other);
+  EXPECT_EQ(worker["status"]["reason"], "Evicted");
+  EXPECT_EQ(worker["status"]["conditions"], json::array({disruption}));
+  EXPECT_FALSE(other["status"].contains("reason")) << "another workload's pod keeps none of it";
+  EXPECT_FALSE(other["status"].contains("conditions"));
+}
+
 }  // namespace
 }  // namespace depl::controller

@@ -1,6 +1,7 @@
 // The informer caches the controller reconciles from, with what is fed from them: the jobs (in
 // creation order, PlacementLine), every pod of the cluster (trimmed to what placement and the
-// reconciler read; GPUs held per node, GpuLedger; creates not seen yet, CreateExpectations), nodes,
+// reconciler read; GPUs held per node, GpuLedger; creates not seen yet, CreateExpectations; deleted
+// workers not counted yet, DepartedPods), nodes,
 // the operator's Services, the GPU catalog ConfigMap and the job policy ConfigMap
 // (job_policy.hpp). Each informer runs on a thread of its own between start() and stop().
 #pragma once
@@ -14,6 +15,7 @@
 #include "depl/common/clock.hpp"
 #include "depl/common/random.hpp"
 #include "depl/controller/create_expectations.hpp"
+#include "depl/controller/departed_pods.hpp"
 #include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_reconciler.hpp"
 #include "depl/controller/placement_line.hpp"
@@ -45,6 +47,7 @@ class ControllerCaches {
   PlacementLine& line() { return line_; }
   const GpuLedger& gpus() const { return gpus_; }
   CreateExpectations& expectations() { return expectations_; }
+  DepartedPods& departed() { return departed_; }
 
   // What the reconciler reads.
   JobCaches job_caches();
@@ -62,6 +65,7 @@ class ControllerCaches {
   GpuLedger gpus_;
   PlacementLine line_;
   CreateExpectations expectations_;
+  DepartedPods departed_;
   std::unique_ptr<kube::Informer> jobs_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> nodes_;

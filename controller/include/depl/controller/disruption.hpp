@@ -4,6 +4,7 @@
 // (docs/user-guide.md, "Spot capacity and preemptions").
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -13,6 +14,13 @@
 #include "depl/controller/pool_discovery.hpp"
 
 namespace depl::controller {
+
+// The pod conditions that mark a pod stopped for the cluster's sake, read in this order:
+// Kubernetes' own, and the one Kueue's pod integration sets on each pod of a group it stops
+// (evicted by preemption, a PodsReady timeout, an admission check or node failures; its workload
+// deleted or no longer admitted) before deleting it. The pod cache keeps them (pod_cache.hpp).
+inline constexpr std::array<const char*, 2> kDisruptionConditions = {"DisruptionTarget",
+                                                                     "TerminationTarget"};
 
 // What ended a disrupted pod, for events and status ("DisruptionTarget: EvictionByEvictionAPI",
 // "node spot-0: karpenter.sh/disrupted taint", "node spot-0: gone"); empty when the pod was not

@@ -28,6 +28,10 @@ struct JobView {
   nlohmann::json job;
   std::vector<nlohmann::json> owned_pods;      // pods whose controller is this job
   std::vector<nlohmann::json> owned_services;  // services whose controller is this job
+  // Pods of this job deleted since the caches showed them whose uid the status does not record
+  // yet (departed_pods.hpp): their final objects, oldest first. A disruption among them is a
+  // preemption all the same; nothing else is read of them.
+  std::vector<nlohmann::json> departed_pods;
   // The name for the job's progress-token Secret if it gets workers and its status records no
   // token yet (progress_token.hpp): the executor's random choice, so that decide() stays a
   // function of the view.

@@ -12,6 +12,7 @@
 #include "depl/common/clock.hpp"
 #include "depl/controller/create_expectations.hpp"
 #include "depl/controller/decision_executor.hpp"
+#include "depl/controller/departed_pods.hpp"
 #include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/gpu_ledger.hpp"
 #include "depl/controller/job_decision.hpp"
@@ -36,6 +37,7 @@ struct JobCaches {
   const kube::Store& config_maps;    // the GPU catalog
   const kube::Store& job_policy;     // the depl-job-policy ConfigMap (job_policy.hpp)
   CreateExpectations& expectations;  // creates not seen yet in `pods` and `services`
+  DepartedPods& departed;            // the job's pods deleted from `pods`, not yet counted
 };
 
 struct ReconcilerOptions {

@@ -15,8 +15,9 @@ namespace depl::controller {
 // and limits of each container that has them; status.phase.
 // Pods a DependableTrainingJob controls also keep what the controller reads of its own:
 // apiVersion, kind, uid, creationTimestamp, ownerReferences, labels, annotations,
-// spec.schedulingGates, every container (name, GPUs, the DEPL_MODEL variable) and the terminated
-// state (exit code, reason) of each container status.
+// spec.schedulingGates, every container (name, GPUs, the DEPL_MODEL variable), the terminated
+// state (exit code, reason) of each container status, status.reason and the disruption conditions
+// (kDisruptionConditions: type, status, reason, lastTransitionTime) that tell a preemption.
 // A new read of pods in decide() must be added here, and to cached_pod_fields; the tests
 // compare decisions on whole and trimmed pods.
 void trim_cached_pod(nlohmann::json& pod);
