@@ -3,6 +3,8 @@
 // reclaimed three times (preemptions, not failures), and the controller stops mid-phase and
 // starts again (no duplicate pods, running pods kept, the job completes). Each ends with the job
 // Succeeded.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@ namespace depl::e2e {
 namespace {
 
 using ::testing::IsEmpty;
+namespace resources = kube::resources;
 
 int progress_epoch(const json& job) {
   auto status = job.find("status");
@@ -153,6 +156,101 @@ TEST_F(ControllerE2e, ASpotPhaseSurvivesThreeReclaimsAndSucceeds) {
   EXPECT_GT(spot.value("workerSeconds", 0.0), 0.0);
   EXPECT_FALSE(has_event("reclaimed", "WorkerFailed"));
   EXPECT_TRUE(has_event("reclaimed", "WorkerPreempted"));
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+// The pools the plan in force runs on from its running phase.
+std::vector<std::string> pools_ahead(const json& job) {
+  std::vector<std::string> out;
+  const json status = job.value("status", json::object());
+  const int running = status.value("progress", json::object()).value("phase", 0);
+  const json phases = status.value("plan", json::object()).value("phases", json::array());
+  for (std::size_t i = static_cast<std::size_t>(running); i < phases.size(); ++i)
+    out.push_back(phases[i].value("pool", ""));
+  return out;
+}
+
+// A spot pool that interrupts the job more than it states (0.5 per worker-hour) loses the rest of
+// the job to the on-demand pool beside it: the deadline (900 s) is one the spot plan keeps at the
+// stated rate and not at 0.6 (`kubectl depl plan` on these pools). The spot node under the
+// running phase is reclaimed until the plan moves, at most three times: after c reclaims in
+// little training time the rate observed is about 0.5 (1 + c/2), so the first already moves it.
+// Each reclaim is a preemption, none a failure, an InterruptionRateRaised Event tells of the
+// rate, and the rest of the job runs on demand from where it was, and succeeds.
+TEST_F(ControllerE2e, ReclaimsBeyondTheStatedRateMoveThePlanOntoOnDemand) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-spot-ondemand.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  json spec = job_from("job.yaml", "moved", 0.3);
+  spec["spec"]["target"]["deadlineSeconds"] = 900;
+  create_job(spec);
+  json job = wait_job(
+      "moved", [](const json& j) { return progress_epoch(j) >= 1; }, "the first epoch");
+  ASSERT_EQ(pools_ahead(job), (std::vector<std::string>{"spot", "spot"}))
+      << job["status"]["plan"].dump(1);
+  int reclaims = 0;
+  for (; reclaims < 3; ++reclaims) {
+    const auto ahead = pools_ahead(job);
+    if (std::find(ahead.begin(), ahead.end(), "spot") == ahead.end()) break;
+    SCOPED_TRACE(::testing::Message() << "reclaim " << reclaims + 1);
+    std::string node;
+    for (const auto& pod : pods_of("moved")) {
+      if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+      const std::string on = pod.value("spec", json::object()).value("nodeName", "");
+      if (on.rfind("spot-", 0) == 0) node = on;
+    }
+    ASSERT_FALSE(node.empty()) << "no worker pod running on spot";
+    devcluster::DevCluster::ReclaimOptions options;
+    options.notice = std::chrono::seconds(10);
+    options.replacement_after = std::chrono::seconds(1);
+    auto reclaimed = cluster_->reclaim_node(node, options);
+    ASSERT_TRUE(reclaimed) << reclaimed.error().message;
+    // Counted, and the plan re-priced with the rate observed: kept on spot, or moved off it.
+    job = wait_job(
+        "moved", [&](const json& j) { return preemptions(j) >= reclaims + 1; }, "the preemption");
+    // The replacement registered, so the next reclaim leaves the pool a node: the plan moves for
+    // the rate it observes, never for want of spot capacity.
+    EXPECT_TRUE(wait_until([&] {
+      int ready = 0;
+      for (const auto& n : list(resources::nodes(), "depl.dev/pool=spot")) {
+        if (!n["metadata"].contains("deletionTimestamp")) ++ready;
+      }
+      return ready == 2;
+    })) << "the spot pool has no replacement node";
+    job = wait_job(
+        "moved",
+        [&](const json& j) {
+          const auto next = pools_ahead(j);
+          if (std::find(next.begin(), next.end(), "spot") == next.end()) return true;
+          for (const auto& pod : pods_of("moved")) {
+            if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+            if (pod.value("spec", json::object()).value("nodeName", "").rfind("spot-", 0) == 0 &&
+                pod.value("status", json::object()).value("phase", "") == "Running")
+              return true;
+          }
+          return false;
+        },
+        "the next round on spot, or the plan off it");
+  }
+  job = wait_job(
+      "moved",
+      [](const json& j) {
+        const auto ahead = pools_ahead(j);
+        return !ahead.empty() && std::find(ahead.begin(), ahead.end(), "spot") == ahead.end();
+      },
+      "the plan to leave the spot pool");
+  EXPECT_GE(reclaims, 1);
+  EXPECT_TRUE(wait_until([&] { return has_event("moved", "InterruptionRateRaised"); }));
+  const json done = wait_succeeded("moved");
+  EXPECT_EQ(done["status"]["progress"].value("failures", 0), 0);
+  EXPECT_EQ(preemptions(done), reclaims) << done["status"].dump(1);
+  bool ran_on_demand = false;
+  for (const auto& pod : pods_->created_for("moved")) {
+    if (pod["spec"]["nodeSelector"].value("depl.dev/pool", "") != "ondemand") continue;
+    ran_on_demand = true;
+    // It continued: nothing on demand started over from epoch 0.
+    EXPECT_NE(pod_env(pod, "DEPL_START_EPOCH"), json("0"));
+  }
+  EXPECT_TRUE(ran_on_demand);
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
