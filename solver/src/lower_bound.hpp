@@ -5,10 +5,11 @@
 //
 // Three relaxations, each of which can only lower the optimum:
 // - Selections are covered by classes (SelectionClass): the datasets forced in and out, and a
-//   range [e_low, e_high] of effective samples E. A class's data take, for every quantity, the
-//   most favourable value any selection in it can have: the samples per epoch N and the staging
-//   time into each pool from a fractional knapsack (the least N, resp. staging, reaching E >=
-//   e_low), the loss dynamics of the best E (VariantDynamics: least floor and contraction, and
+//   range [e_low, e_high] of effective samples E (a free dataset that takes E above e_high, or
+//   without which E cannot reach e_low, is decided out, resp. in). A class's data take, for
+//   every quantity, the most favourable value any selection in it can have: the samples per
+//   epoch N and the staging time into each pool from a fractional knapsack (the least N, resp.
+//   staging, reaching E >= e_low), the loss dynamics of the best E (VariantDynamics: least floor and contraction, and
 //   the greatest contraction below the floor). A branch and bound splits the classes whose
 //   bound is below the target (the E range first, then the dataset the knapsack took a fraction
 //   of) until every class is proved or the effort cap is reached.
@@ -126,8 +127,11 @@ struct LowerBound {
 // The bound on the least cost of a plan meeting the guarantee (and the deadline, if any) over
 // every selection (or all datasets, for a re-plan with fixed datasets). Work stops once the
 // bound reaches `target` (the reported bound is then min(target, the bound)).
-// `lambda_hint`: the deadline multiplier the plan's search ended with, if any.
+// `lambda_hint`: the deadline multiplier the plan's search ended with, if any. With `gap`, a
+// plan the searches find (LowerBound::plan) that costs less than target / (1 - gap) lowers the
+// target to its cost times (1 - gap): the bound need only certify the cheaper plan.
 LowerBound certify_lower_bound(const SearchContext& ctx, double target, double eta,
-                               std::optional<double> lambda_hint);
+                               std::optional<double> lambda_hint,
+                               std::optional<double> gap = std::nullopt);
 
 }  // namespace depl::solver::internal

@@ -235,7 +235,8 @@ void certify(const Problem& problem, const SolveOptions& options, double kappa, 
   if (result.algorithm != Algorithm::DepL || !options.certify) return;
   const SearchContext ctx = make_context(problem, kappa, &meter);
   const double target = result.figures.cost * (1 - options.certificate_gap);
-  const LowerBound bound = certify_lower_bound(ctx, target, options.eta, std::nullopt);
+  const LowerBound bound =
+      certify_lower_bound(ctx, target, options.eta, std::nullopt, options.certificate_gap);
   result.stats.bound_classes = bound.classes;
   result.stats.bound_searches = bound.searches;
   result.stats.bound_work = bound.work;
