@@ -780,11 +780,12 @@ namespace {
 // budget applies as well).
 constexpr std::size_t kMaxClassEvaluations = 512;
 constexpr std::size_t kMaxWork = 5'000'000;
-// One search may step through at most this share of the epochs left (1 / kSearchShare): a
-// class whose search would take more is split instead, and its parts' searches, on tighter
-// data, usually prove more for less (large-family seed 4: 8 classes, the first six of which took
-// the whole effort, bound 25% of the plan's cost; with the share, 26 classes and 67%).
+// A class that can still be split on E is searched with at most 1 / kSearchShare of the epochs
+// left and 1 / kWideShare of the whole effort; past that its parts, on tighter data, usually
+// prove more for less. (Large-family seed 4: two of the eight initial classes took 3.5 of the
+// 5 million epochs, and two classes were never searched.)
 constexpr std::size_t kSearchShare = 2;
+constexpr std::size_t kWideShare = 8;
 constexpr int kLambdaSteps = 8;
 // The constrained search's effort per class (it branches on placements).
 constexpr std::size_t kConstrainedNodes = 50'000;
@@ -875,15 +876,16 @@ class Certifier {
       }
       Evaluated top = open.top();
       open.pop();
-      std::vector<SelectionClass> parts = split(top);
-      if (parts.empty()) {
+      std::optional<std::vector<SelectionClass>> parts = split(top);
+      if (!parts) {
         // Nothing left to refine: the class's bound is what it is.
         complete = complete && top.complete;
         top.heuristic = {};
         final_classes.push_back(std::move(top));
         continue;
       }
-      for (SelectionClass& part : parts) {
+      // Every selection of the class is in one of its parts: with none, the class has none.
+      for (SelectionClass& part : *parts) {
         Evaluated e = evaluate(part, top.heuristic);
         // A part's selections are the class's: the class's bound holds for them too (a part's own
         // search may have been cut by the effort cap before it proved as much).
@@ -925,9 +927,10 @@ class Certifier {
   }
 
   // Refines the relaxation where it is loosest: the E range (the dynamics of its best E) or
-  // the dataset the samples knapsack took a fraction of (in, or out). Empty when neither is
-  // worth refining.
-  std::vector<SelectionClass> split(const Evaluated& e) const {
+  // the dataset the samples knapsack took a fraction of (in, or out). The parts that hold a
+  // selection (none: the class holds none, its relaxation reached E where no selection of whole
+  // datasets does); nullopt when nothing is worth refining.
+  std::optional<std::vector<SelectionClass>> split(const Evaluated& e) const {
     std::vector<SelectionClass> parts;
     const SelectionClass& cls = e.cls;
     const double width = cls.e_high / cls.e_low - 1;
@@ -941,7 +944,7 @@ class Certifier {
           noisy = static_cast<int>(d);
         }
       }
-      if (noisy == kNone) return parts;
+      if (noisy == kNone) return std::nullopt;
       SelectionClass with = cls, without = cls;
       with.in[static_cast<std::size_t>(noisy)] = true;
       without.out[static_cast<std::size_t>(noisy)] = true;
@@ -979,6 +982,7 @@ class Certifier {
       return out;
     }
     const SelectionData data = class_data(ctx_, figures_, cls, &out.fraction, &out.fraction_share);
+    wide_ = cls.e_high / cls.e_low - 1 > kClassWidth;
     BoundSearchOptions options;
     options.eta = eta_;
     options.cutoff = target_;
@@ -1077,7 +1081,8 @@ class Certifier {
   BoundSearchResult search(const SelectionData& data, BoundSearchOptions options,
                            CostToGo& heuristic) {
     ++searches_;
-    options.max_work = work_left() / kSearchShare;
+    options.max_work =
+        wide_ ? std::min(kMaxWork / kWideShare, work_left() / kSearchShare) : work_left();
     BoundSearchResult r = bound_search(ctx_, data, options, heuristic);
     work_ += r.work;
     return r;
@@ -1089,6 +1094,7 @@ class Certifier {
   const Problem& problem_;
   double target_;
   std::optional<double> gap_;
+  bool wide_ = true;  // the class being searched is wider in E than kClassWidth
   double eta_;
   std::optional<double> hint_;
   std::vector<DatasetFigures> figures_;
