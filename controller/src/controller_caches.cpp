@@ -74,6 +74,14 @@ ControllerCaches::ControllerCaches(kube::Client& client, Clock& clock, RandomSou
   // the line and the ledger are up to date when a reconcile that an event starts reads them, and
   // that reconcile finds the pod or Service observed.
   jobs_->add_handlers(line_.handlers());
+  nodes_->add_handlers(line_.node_handlers());
+  // A changed GPU catalog may make a node's GPUs usable (their GFLOP/s or price known).
+  kube::ResourceEventHandlers catalog_changed;
+  catalog_changed.on_add = [this](const kube::ObjectPtr&) { line_.room_may_have_grown(); };
+  catalog_changed.on_update = [this](const kube::ObjectPtr&, const kube::ObjectPtr&) {
+    line_.room_may_have_grown();
+  };
+  config_maps_->add_handlers(std::move(catalog_changed));
   kube::ResourceEventHandlers forget_job;
   forget_job.on_delete = [this](const kube::ObjectPtr& job) {
     const std::string uid = json_string(json_member(*job, "metadata"), "uid");

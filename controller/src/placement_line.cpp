@@ -64,6 +64,33 @@ PlacementLine::Rank PlacementLine::rank_of(const json& job) {
           json_string(meta, "name")};
 }
 
+bool node_may_add_room(const json* before, const json& after) {
+  const int now = node_offered_gpus(after);
+  if (now == 0) return false;
+  if (before == nullptr) return true;
+  if (now > node_offered_gpus(*before)) return true;
+  const json& was = json_member(*before, "metadata");
+  const json& is = json_member(after, "metadata");
+  return json_member(was, "labels") != json_member(is, "labels") ||
+         json_member(was, "annotations") != json_member(is, "annotations");
+}
+
+kube::ResourceEventHandlers PlacementLine::node_handlers() {
+  kube::ResourceEventHandlers h;
+  h.on_add = [this](const kube::ObjectPtr& node) {
+    if (node_may_add_room(nullptr, *node)) room_may_have_grown();
+  };
+  h.on_update = [this](const kube::ObjectPtr& old_node, const kube::ObjectPtr& node) {
+    if (node_may_add_room(old_node.get(), *node)) room_may_have_grown();
+  };
+  return h;
+}
+
+void PlacementLine::room_may_have_grown() {
+  std::lock_guard lock(mutex_);
+  ++capacity_epoch_;
+}
+
 kube::ResourceEventHandlers PlacementLine::handlers() {
   kube::ResourceEventHandlers h;
   h.on_add = [this](const kube::ObjectPtr& job) { put(*job); };

@@ -310,6 +310,12 @@ NodeFactsMemo& node_facts_memo() {
 
 }  // namespace
 
+int node_offered_gpus(const json& node) {
+  const NodeFacts f = read_node(node);
+  if (f.pool.empty() || !f.ready || f.cordoned || !f.reclaim_taint.empty()) return 0;
+  return std::max(0, f.allocatable);
+}
+
 DiscoveredPools discover_pools(const SharedObjects& nodes, const GpusByNode& gpus_in_use,
                                const GpuCatalog& catalog, const PoolDefaults& defaults,
                                const std::vector<Reservation>& reservations) {

@@ -170,6 +170,63 @@ TEST(PlacementLine, JobsWaitingForRoomLookAgainInCreationOrder) {
   EXPECT_FALSE(line.next().has_value());
 }
 
+json gpu_node(const std::string& name, int gpus, bool ready = true) {
+  return {{"metadata", {{"name", name}, {"labels", {{"depl.dev/pool", "p"}}}}},
+          {"spec", json::object()},
+          {"status",
+           {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"conditions",
+             json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+TEST(PlacementLine, ANodeThatMayOfferMoreGpusMovesTheEpoch) {
+  const json n4 = gpu_node("n", 4);
+  EXPECT_TRUE(node_may_add_room(nullptr, n4));                      // added
+  EXPECT_FALSE(node_may_add_room(nullptr, gpu_node("n", 0)));       // added without GPUs
+  EXPECT_FALSE(node_may_add_room(nullptr, gpu_node("n", 4, false))); // added, not Ready yet
+  const json not_ready = gpu_node("n", 4, false);
+  EXPECT_TRUE(node_may_add_room(&not_ready, n4));                   // became Ready
+  EXPECT_FALSE(node_may_add_room(&n4, not_ready));                  // went NotReady
+  const json n8 = gpu_node("n", 8);
+  EXPECT_TRUE(node_may_add_room(&n4, n8));                          // more GPUs
+  EXPECT_FALSE(node_may_add_room(&n8, n4));                         // fewer
+  json heartbeat = n4;
+  heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-27T18:00:00Z";
+  EXPECT_FALSE(node_may_add_room(&n4, heartbeat));                  // a status heartbeat
+  json cordoned = n4;
+  cordoned["spec"]["unschedulable"] = true;
+  EXPECT_FALSE(node_may_add_room(&n4, cordoned));
+  EXPECT_TRUE(node_may_add_room(&cordoned, n4));                    // uncordoned
+  json priced = n4;
+  priced["metadata"]["annotations"] = {{"depl.dev/gpu-gflops", "1000"}};
+  EXPECT_TRUE(node_may_add_room(&n4, priced));                      // now priced or placed
+  json elsewhere = gpu_node("m", 4);
+  elsewhere["metadata"]["labels"] = json::object();                 // in no pool
+  EXPECT_FALSE(node_may_add_room(nullptr, elsewhere));
+
+  // Through the line's node handlers: jobs waiting for room look again, in creation order.
+  GpuLedger gpus;
+  PlacementLine line(gpus);
+  const json b = waiting_for_capacity(job("b", "2026-11-22T05:00:02Z"));
+  const json c = waiting_for_capacity(job("c", "2026-11-22T05:00:03Z"));
+  line.put(b);
+  line.put(c);
+  std::uint64_t epoch = line.capacity_epoch();
+  line.looked_at(b, epoch);
+  line.looked_at(c, epoch);
+  ASSERT_FALSE(line.next().has_value());
+  auto h = line.node_handlers();
+  h.on_update(std::make_shared<const json>(n4), std::make_shared<const json>(heartbeat));
+  EXPECT_EQ(line.capacity_epoch(), epoch);
+  EXPECT_FALSE(line.next().has_value());
+  h.on_add(std::make_shared<const json>(gpu_node("new", 2)));
+  EXPECT_GT(line.capacity_epoch(), epoch);
+  EXPECT_EQ(line.next()->name, "b");
+  EXPECT_EQ(line.unplanned_before(c), "default/b");  // c, woken too, waits for b's look
+  line.looked_at(b, line.capacity_epoch());
+  EXPECT_EQ(line.next()->name, "c");
+}
+
 // What the line says earlier jobs still need follows the ledger whichever comes first, the
 // plan or the pods, and whatever happens to the pods afterwards.
 TEST(PlacementLine, ReservationsFollowThePodsWhicheverArrivesFirst) {

@@ -213,5 +213,29 @@ TEST_F(ControllerE2e, ThreeJobsForOneGpuRunInTheOrderTheyWereApplied) {
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
+// Three jobs applied in order while no node exists: each finds no room and waits. A node of one
+// GPU then joins: they run in the order they were applied, although the node wakes all three at
+// once (it moves the placement line's capacity epoch, so the earliest looks first).
+TEST_F(ControllerE2e, JobsWaitingForANodeRunInTheOrderTheyWereAppliedWhenItJoins) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster(""));  // no nodes at all
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  const std::vector<std::string> order = {"first", "second", "third"};
+  for (const auto& name : order) {
+    create_job(job_from("job.yaml", name, 0.05));
+    wait_job(
+        name, [](const json& j) { return condition_reason(j, "Planned") == "Infeasible"; },
+        "Planned=False for Infeasible");
+  }
+  ASSERT_NO_FATAL_FAILURE(add_node("late-0", "fast", 1));
+  for (const auto& name : order) wait_succeeded(name);
+  std::vector<std::string> runs;
+  for (const auto& pod : pods_->created()) {
+    const std::string job = pod["metadata"]["labels"].value("depl.dev/job", "");
+    if (runs.empty() || runs.back() != job) runs.push_back(job);
+  }
+  EXPECT_EQ(runs, order);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
 }  // namespace
 }  // namespace depl::e2e

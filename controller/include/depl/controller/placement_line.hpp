@@ -16,7 +16,7 @@
 //
 // A job that had its turn but found no room (Pending, no plan, Planned=False reason Infeasible:
 // it waits for capacity) keeps its place: when room may have grown (GPUs freed, a job reserving
-// less: the line's capacity epoch moves), the jobs waiting for capacity are looked at again in
+// less, a node offering more GPUs: the line's capacity epoch moves), the jobs waiting for capacity are looked at again in
 // creation order, and a later job plans only once every earlier one waiting for capacity has been
 // looked at since (and could not use the room, or took it). So freed GPUs go to the earliest job
 // that can use them, and a job that cannot use them holds back nobody for longer than one look.
@@ -51,6 +51,11 @@ namespace depl::controller {
 bool awaits_first_plan(const nlohmann::json& job);
 // Whether `job` had its turn and found no room: Pending, no plan, Planned=False for Infeasible.
 bool waits_for_capacity(const nlohmann::json& job);
+// Whether a node's change (`before` null: it was added) may offer plans more GPUs: it offers
+// some (in a pool, Ready, not cordoned, not being reclaimed, allocatable GPUs) and offered none
+// before, offers more, or changed the labels and annotations that place it and price it. A
+// status heartbeat, a node that offers less, or one that goes away never does.
+bool node_may_add_room(const nlohmann::json* before, const nlohmann::json& after);
 
 class PlacementLine {
  public:
@@ -62,6 +67,12 @@ class PlacementLine {
 
   // Handlers to add to the jobs informer before any that enqueue work.
   kube::ResourceEventHandlers handlers();
+  // Handlers to add to the nodes informer before any that enqueue work: a node that may offer
+  // more GPUs moves the capacity epoch, so the jobs waiting for room look again in creation
+  // order (node_may_add_room).
+  kube::ResourceEventHandlers node_handlers();
+  // Room may have grown for a reason the line does not see (e.g. the GPU catalog changed).
+  void room_may_have_grown();
 
   void put(const nlohmann::json& job);
   void remove(const nlohmann::json& job);

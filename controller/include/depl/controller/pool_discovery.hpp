@@ -127,6 +127,9 @@ std::string node_pool(const nlohmann::json& node, std::string* label = nullptr);
 solver::CapacityType node_capacity_type(const nlohmann::json& node);
 // True when the node's Ready condition is True.
 bool node_ready(const nlohmann::json& node);
+// The GPUs `node` offers to plans as discovery counts them: its allocatable GPUs when it is in
+// a pool, Ready, not cordoned and not being reclaimed; 0 otherwise.
+int node_offered_gpus(const nlohmann::json& node);
 // The key of the first reclaim taint (kReclaimTaints) on the node, or "" when it has none.
 std::string node_reclaim_taint(const nlohmann::json& node);
 // GPUs a pod asks for (the larger of requests and limits, summed over its containers).
