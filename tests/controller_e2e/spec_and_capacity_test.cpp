@@ -192,6 +192,17 @@ TEST_F(ControllerE2e, TwoJobsCompetingForOneGpuBothCompleteWithoutOvercommit) {
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
+// The job each pod belongs to, in the order the pods were made, one entry per run of pods of
+// the same job: {"a", "b"} when all of a's pods came before all of b's.
+std::vector<std::string> jobs_in_pod_order(const std::vector<json>& pods) {
+  std::vector<std::string> runs;
+  for (const auto& pod : pods) {
+    const std::string job = pod["metadata"]["labels"].value("depl.dev/job", "");
+    if (runs.empty() || runs.back() != job) runs.push_back(job);
+  }
+  return runs;
+}
+
 // Three jobs applied in order on a pool of one GPU: each runs in turn, in that order (the one
 // waiting longest gets the GPU each time it frees, however the wake-ups are ordered), and every
 // one succeeds.
@@ -202,14 +213,7 @@ TEST_F(ControllerE2e, ThreeJobsForOneGpuRunInTheOrderTheyWereApplied) {
   const std::vector<std::string> order = {"first", "second", "third"};
   for (const auto& name : order) create_job(job_from("job.yaml", name, 0.05));
   for (const auto& name : order) wait_succeeded(name);
-  // The job each pod belongs to, in the order the pods were made: all of one job's, then the
-  // next's.
-  std::vector<std::string> runs;
-  for (const auto& pod : pods_->created()) {
-    const std::string job = pod["metadata"]["labels"].value("depl.dev/job", "");
-    if (runs.empty() || runs.back() != job) runs.push_back(job);
-  }
-  EXPECT_EQ(runs, order);
+  EXPECT_EQ(jobs_in_pod_order(pods_->created()), order);
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
@@ -228,12 +232,7 @@ TEST_F(ControllerE2e, JobsWaitingForANodeRunInTheOrderTheyWereAppliedWhenItJoins
   }
   ASSERT_NO_FATAL_FAILURE(add_node("late-0", "fast", 1));
   for (const auto& name : order) wait_succeeded(name);
-  std::vector<std::string> runs;
-  for (const auto& pod : pods_->created()) {
-    const std::string job = pod["metadata"]["labels"].value("depl.dev/job", "");
-    if (runs.empty() || runs.back() != job) runs.push_back(job);
-  }
-  EXPECT_EQ(runs, order);
+  EXPECT_EQ(jobs_in_pod_order(pods_->created()), order);
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
