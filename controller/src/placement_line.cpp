@@ -32,7 +32,7 @@ bool awaits_first_plan(const json& job) {
   const std::string phase = json_string(status, "phase");
   if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") return false;
   // Planned (either way) or invalid: it has had its turn and claims what its plan says.
-  if (condition_status(status, "Planned").has_value()) return false;
+  if (condition_status(status, conditions::kPlanned).has_value()) return false;
   if (condition_status(status, "Valid") == false) return false;
   return !status.contains("plan");
 }
@@ -47,7 +47,7 @@ bool waits_for_capacity(const json& job) {
   const json& conditions = json_member(status, "conditions");
   if (!conditions.is_array()) return false;
   for (const auto& c : conditions) {
-    if (json_string(c, "type") == "Planned") {
+    if (json_string(c, "type") == conditions::kPlanned) {
       return json_string(c, "status") == "False" && json_string(c, "reason") == "Infeasible";
     }
   }
