@@ -6,11 +6,12 @@
 namespace depl {
 namespace {
 
-std::string format_with_fraction(std::chrono::system_clock::time_point time, bool micros) {
+// `day`, then `clock` into it: "YYYY-MM-DDTHH:MM:SS[.ffffff]Z".
+std::string format_day_and_clock(std::chrono::sys_days day,
+                                 const std::chrono::hh_mm_ss<std::chrono::microseconds>& clock,
+                                 bool micros) {
   using namespace std::chrono;
-  const auto day = floor<days>(time);
   const year_month_day date(day);
-  const hh_mm_ss<microseconds> clock(duration_cast<microseconds>(time - day));
   std::string text =
       fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}", static_cast<int>(date.year()),
                   static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
@@ -18,6 +19,13 @@ std::string format_with_fraction(std::chrono::system_clock::time_point time, boo
   if (micros) text += fmt::format(".{:06d}", clock.subseconds().count());
   text += 'Z';
   return text;
+}
+
+std::string format_with_fraction(std::chrono::system_clock::time_point time, bool micros) {
+  using namespace std::chrono;
+  const auto day = floor<days>(time);
+  return format_day_and_clock(day, hh_mm_ss<microseconds>(duration_cast<microseconds>(time - day)),
+                              micros);
 }
 
 bool parse_int(std::string_view text, int& out) {
@@ -33,6 +41,25 @@ std::string format_rfc3339(std::chrono::system_clock::time_point time) {
 
 std::string format_rfc3339_micro(std::chrono::system_clock::time_point time) {
   return format_with_fraction(time, true);
+}
+
+std::optional<std::string> format_rfc3339_unix(std::int64_t seconds, std::int64_t nanos,
+                                               bool micro) {
+  using namespace std::chrono;
+  constexpr std::int64_t kYear0 = -62167219200;     // 0000-01-01T00:00:00Z
+  constexpr std::int64_t kYear10000 = 253402300800;  // 10000-01-01T00:00:00Z
+  if (seconds < kYear0 || seconds >= kYear10000 || nanos < 0 || nanos >= 1'000'000'000) {
+    return std::nullopt;
+  }
+  std::int64_t day = seconds / 86400;
+  std::int64_t second_of_day = seconds % 86400;
+  if (second_of_day < 0) {
+    second_of_day += 86400;
+    --day;
+  }
+  const microseconds clock = duration_cast<microseconds>(std::chrono::seconds(second_of_day)) +
+                             microseconds(nanos / 1000);
+  return format_day_and_clock(sys_days(days(day)), hh_mm_ss<microseconds>(clock), micro);
 }
 
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {

@@ -17,6 +17,26 @@ TEST(Rfc3339, FormatsUtcWithWholeSecondsOrMicroseconds) {
             "1999-12-31T23:59:59Z");
 }
 
+TEST(Rfc3339, FormatsUnixSecondsOverTheYearsRfc3339CanWrite) {
+  EXPECT_EQ(format_rfc3339_unix(0, 0, false), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(format_rfc3339_unix(1795323843, 123456789, false), "2026-11-22T05:04:03Z");
+  EXPECT_EQ(format_rfc3339_unix(1795323843, 123456789, true), "2026-11-22T05:04:03.123456Z");
+  EXPECT_EQ(format_rfc3339_unix(-1, 999999999, true), "1969-12-31T23:59:59.999999Z");
+  // Past what a system_clock time_point holds (about 1678-2262), within what RFC 3339 writes.
+  EXPECT_EQ(format_rfc3339_unix(-62167219200, 0, false), "0000-01-01T00:00:00Z");
+  EXPECT_EQ(format_rfc3339_unix(253402300799, 0, false), "9999-12-31T23:59:59Z");
+  EXPECT_EQ(format_rfc3339_unix(-62135596800, 0, false), "0001-01-01T00:00:00Z");
+  // The same instant as the time_point formatter gives, where both apply.
+  const auto at = sys_days(std::chrono::year(2001) / 2 / 3) + 4h + 5min + 6s;
+  EXPECT_EQ(format_rfc3339_unix(at.time_since_epoch().count(), 0, false), format_rfc3339(at));
+  EXPECT_EQ(format_rfc3339_unix(-62167219201, 0, false), std::nullopt);
+  EXPECT_EQ(format_rfc3339_unix(253402300800, 0, false), std::nullopt);
+  EXPECT_EQ(format_rfc3339_unix(INT64_MAX, 0, false), std::nullopt);
+  EXPECT_EQ(format_rfc3339_unix(INT64_MIN, 0, false), std::nullopt);
+  EXPECT_EQ(format_rfc3339_unix(0, -1, false), std::nullopt);
+  EXPECT_EQ(format_rfc3339_unix(0, 1000000000, true), std::nullopt);
+}
+
 TEST(Rfc3339, ParsesZuluOffsetsAndFractions) {
   const auto base = sys_days(std::chrono::year(2026) / 1 / 1);
   EXPECT_EQ(parse_rfc3339("2026-01-01T00:00:00Z"), base);

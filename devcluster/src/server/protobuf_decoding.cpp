@@ -1,12 +1,12 @@
 #include "server/protobuf_decoding.hpp"
 
 #include <cstring>
-#include <ctime>
 
 #include <fmt/format.h>
 
 #include "core/builtin_schemas.hpp"
 #include "depl/common/base64.hpp"
+#include "depl/common/time.hpp"
 
 namespace depl::devcluster {
 
@@ -89,16 +89,6 @@ Expected<std::vector<WireField>> fields_of(std::string_view message) {
     out.push_back(*f);
   }
   return out;
-}
-
-std::string format_time(std::int64_t seconds, std::int64_t nanos, bool micro) {
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (micro) return fmt::format("{}.{:06}Z", buffer, nanos / 1000);
-  return std::string(buffer) + "Z";
 }
 
 class Decoder {
@@ -287,7 +277,12 @@ class Decoder {
       }
       // Go's zero time, which JSON writes as null.
       if (seconds == -62135596800 && nanos == 0) return json(nullptr);
-      return json(format_time(seconds, nanos, s == "microtime"));
+      auto text = format_rfc3339_unix(seconds, nanos, s == "microtime");
+      if (!text) {
+        return error(fmt::format("{}: seconds {} and nanos {} are not a time in the years 0000-9999",
+                                 where, seconds, nanos));
+      }
+      return json(std::move(*text));
     }
     if (s == "quantity") {
       for (const auto& f : *fields) {

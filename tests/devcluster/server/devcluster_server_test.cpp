@@ -499,6 +499,30 @@ TEST_F(DevClusterTest, ProtobufBodiesOfBuiltInKindsAreDecoded) {
   EXPECT_NE(refused.body.find("io.k8s.api.core.v1.ConfigMap has no field number 9"),
             std::string::npos)
       << refused.body;
+  // A creationTimestamp (ObjectMeta field 8, a Time of seconds and nanos) past the year 9999,
+  // which RFC 3339 cannot write, is refused naming the field, not stored as a garbled date.
+  auto varint_field = [](int tag, std::uint64_t value) {
+    std::string out(1, static_cast<char>(tag << 3));
+    do {
+      const auto low = static_cast<char>(value & 0x7f);
+      value >>= 7;
+      out.push_back(static_cast<char>(low | (value != 0 ? 0x80 : 0)));
+    } while (value != 0);
+    return out;
+  };
+  auto with_time = [&](std::uint64_t seconds) {
+    return std::string("k8s\0", 4) + field(1, type_meta) +
+           field(2, field(1, field(1, "cm3") + field(8, varint_field(1, seconds))));
+  };
+  auto far = http_request(port(), "POST", "/api/v1/namespaces/default/configmaps",
+                          with_time(300000000000), "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(far.status, 400);
+  EXPECT_NE(far.body.find("creationTimestamp: seconds 300000000000 and nanos 0 are not a time"),
+            std::string::npos)
+      << far.body;
+  auto near = http_request(port(), "POST", "/api/v1/namespaces/default/configmaps",
+                           with_time(1795323843), "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(near.status, 201) << near.body;
 }
 
 TEST_F(DevClusterTest, ContainersInheritNoFileDescriptorsBeyondTheirStdio) {
