@@ -110,13 +110,19 @@ TEST(PodCache, AccountingIsTheSameOnTrimmedPods) {
   EXPECT_EQ(cached.pools[0].gpus, full.pools[0].gpus);
 }
 
-TEST(PodCache, TheOperatorsOwnWorkersKeepWhatDecideReads) {
+// A failed worker pod of the operator's job "job".
+json own_worker() {
   json worker = other_pod("job-p0-w0", "n1", 1, "Failed");
   worker["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "depl.dev/v1alpha1"},
                                                         {"kind", "DependableTrainingJob"},
                                                         {"name", "job"},
                                                         {"uid", "job-uid"},
                                                         {"controller", true}}});
+  return worker;
+}
+
+TEST(PodCache, TheOperatorsOwnWorkersKeepWhatDecideReads) {
+  json worker = own_worker();
   worker["spec"]["containers"][0]["env"] =
       json::array({{{"name", "DEPL_JOB"}, {"value", "job"}},
                    {{"name", "DEPL_MODEL"}, {"value", "small"}},
@@ -138,16 +144,11 @@ TEST(PodCache, TheOperatorsOwnWorkersKeepWhatDecideReads) {
 }
 
 // What tells a worker's preemption (disruption.hpp) stays: status.reason and the disruption
-// conditions with their time, not the others. Before, the cache dropped both, and only the node's
-// state could tell a preemption: a worker evicted from a healthy node, or stopped by Kueue,
-// counted as a failure.
+// conditions with their time, not the others. Without them only the node's state could tell a
+// preemption: a worker evicted from a healthy node, or stopped by Kueue, would count as a
+// failure.
 TEST(PodCache, TheOperatorsOwnWorkersKeepWhatTellsAPreemption) {
-  json worker = other_pod("job-p0-w0", "n1", 1, "Failed");
-  worker["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "depl.dev/v1alpha1"},
-                                                        {"kind", "DependableTrainingJob"},
-                                                        {"name", "job"},
-                                                        {"uid", "job-uid"},
-                                                        {"controller", true}}});
+  json worker = own_worker();
   worker["status"]["reason"] = "Evicted";
   const json disruption = {{"type", "DisruptionTarget"},
                            {"status", "True"},

@@ -62,6 +62,11 @@ std::string job_phase(const json& job) {
   return job.value("status", json::object()).value("phase", "");
 }
 
+bool scheduling_gated(const json& pod) {
+  const json gates = pod.value("spec", json::object()).value("schedulingGates", json::array());
+  return gates.is_array() && !gates.empty();
+}
+
 std::optional<json> pod_env(const json& pod, const std::string& name) {
   const json& containers = pod["spec"].value("containers", json::array());
   if (containers.empty()) return std::nullopt;
@@ -290,6 +295,25 @@ json ControllerE2e::wait_job(const std::string& name, const std::function<bool(c
   EXPECT_TRUE(ok) << "job " << name << ": timed out waiting for " << what
                   << "; last seen: " << last.value("status", json::object()).dump(1);
   return last;
+}
+
+bool ControllerE2e::admit(const json& pod) {
+  const json ungate = json::array({{{"op", "remove"}, {"path", "/spec/schedulingGates"}}});
+  return static_cast<bool>(client_->patch(kube::resources::pods(), "default",
+                                          pod["metadata"].value("name", ""),
+                                          kube::PatchType::Json, ungate));
+}
+
+json ControllerE2e::wait_ended_admitting_gated(const std::string& name) {
+  return wait_job(
+      name,
+      [&](const json& j) {
+        for (const auto& pod : pods_of(name)) {
+          if (scheduling_gated(pod)) (void)admit(pod);
+        }
+        return job_phase(j) == "Succeeded" || job_phase(j) == "Failed";
+      },
+      "the job ends", std::chrono::seconds(120));
 }
 
 json ControllerE2e::wait_succeeded(const std::string& name) {

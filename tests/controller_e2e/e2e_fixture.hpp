@@ -42,6 +42,8 @@ std::string condition_status(const json& job, const std::string& type);
 std::string condition_reason(const json& job, const std::string& type);
 std::string condition_message(const json& job, const std::string& type);
 std::string job_phase(const json& job);
+// Whether the pod is held by scheduling gates (a Kueue queue's, until it admits the pod).
+bool scheduling_gated(const json& pod);
 // The value of env variable `name` in a pod's first container (value or the valueFrom object).
 std::optional<json> pod_env(const json& pod, const std::string& name);
 
@@ -97,6 +99,11 @@ class ControllerE2e : public ::testing::Test {
                 const std::string& what, std::chrono::seconds timeout = kWait);
   // Waits until the job is Succeeded or Failed; expects Succeeded.
   json wait_succeeded(const std::string& name);
+  // Removes the pod's scheduling gates, as a queue does when it admits the pod.
+  bool admit(const json& pod);
+  // Admits every gated worker of job `name` as it appears, as Kueue would, until the job is
+  // Succeeded or Failed (up to 120 s); returns the last job seen.
+  json wait_ended_admitting_gated(const std::string& name);
   // Polls `done()` until true or the timeout; returns whether it became true.
   bool wait_until(const std::function<bool()>& done, std::chrono::seconds timeout = kWait);
 

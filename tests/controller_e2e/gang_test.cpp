@@ -15,11 +15,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-bool gated(const json& pod) {
-  const json gates = pod.value("spec", json::object()).value("schedulingGates", json::array());
-  return gates.is_array() && !gates.empty();
-}
-
 std::string unschedulable_message(const json& pod) {
   for (const auto& c : pod.value("status", json::object()).value("conditions", json::array())) {
     if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "Unschedulable") {
@@ -46,7 +41,7 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
   std::vector<json> pods;
   ASSERT_TRUE(wait_until([&] {
     pods = pods_of("gang");
-    return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), gated);
+    return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), scheduling_gated);
   })) << "no 4 gated workers";
   const std::string group = pods[0]["metadata"]["labels"].value(controller::kGangLabel, "");
   ASSERT_FALSE(group.empty());
@@ -74,11 +69,7 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
     auto p = client_->get(kube::resources::pods(), "default", "holder");
     return p && !(*p)["spec"].value("nodeName", "").empty();
   }));
-  const json ungate = json::array({{{"op", "remove"}, {"path", "/spec/schedulingGates"}}});
-  for (const auto& pod : pods) {
-    ASSERT_TRUE(client_->patch(kube::resources::pods(), "default",
-                               pod["metadata"].value("name", ""), kube::PatchType::Json, ungate));
-  }
+  for (const auto& pod : pods) ASSERT_TRUE(admit(pod));
   // Settled once every worker carries the scheduler's verdict on the whole gang: none bound.
   ASSERT_TRUE(wait_until([&] {
     pods = pods_of("gang");
@@ -93,17 +84,7 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
 
   // The GPUs free: the round runs whole, and every later round is admitted as Kueue would.
   ASSERT_TRUE(client_->remove(kube::resources::pods(), "default", "holder"));
-  json done = wait_job(
-      "gang",
-      [&](const json& j) {
-        for (const auto& pod : pods_of("gang")) {
-          if (!gated(pod)) continue;
-          (void)client_->patch(kube::resources::pods(), "default",
-                               pod["metadata"].value("name", ""), kube::PatchType::Json, ungate);
-        }
-        return job_phase(j) == "Succeeded" || job_phase(j) == "Failed";
-      },
-      "the job ends", std::chrono::seconds(120));
+  json done = wait_ended_admitting_gated("gang");
   EXPECT_EQ(job_phase(done), "Succeeded") << done["status"].dump(2);
   for (const auto& pod : pods_->created_for("gang")) {
     EXPECT_FALSE(pod["metadata"]["labels"].value(controller::kGangLabel, "").empty());

@@ -12,11 +12,6 @@ namespace {
 
 using ::testing::IsEmpty;
 
-bool gated(const json& pod) {
-  const json gates = pod.value("spec", json::object()).value("schedulingGates", json::array());
-  return gates.is_array() && !gates.empty();
-}
-
 TEST_F(ControllerE2e, AQueuedJobWaitsBehindItsGateAndRunsOnceAdmitted) {
   ClusterSetup setup;
   setup.kueue_pod_webhook = true;
@@ -33,7 +28,7 @@ TEST_F(ControllerE2e, AQueuedJobWaitsBehindItsGateAndRunsOnceAdmitted) {
   std::vector<json> pods;
   ASSERT_TRUE(wait_until([&] {
     pods = pods_of("queued");
-    return !pods.empty() && std::all_of(pods.begin(), pods.end(), gated);
+    return !pods.empty() && std::all_of(pods.begin(), pods.end(), scheduling_gated);
   })) << "no gated workers";
   const std::string group =
       pods[0]["metadata"]["labels"].value("kueue.x-k8s.io/pod-group-name", "");
@@ -53,18 +48,7 @@ TEST_F(ControllerE2e, AQueuedJobWaitsBehindItsGateAndRunsOnceAdmitted) {
   EXPECT_EQ(queued["status"]["progress"].value("failures", 0), 0);
 
   // Admit each group as Kueue would, phase after phase, until the job ends.
-  const json ungate = json::array({{{"op", "remove"}, {"path", "/spec/schedulingGates"}}});
-  json done = wait_job(
-      "queued",
-      [&](const json& j) {
-        for (const auto& pod : pods_of("queued")) {
-          if (!gated(pod)) continue;
-          (void)client_->patch(kube::resources::pods(), "default",
-                               pod["metadata"].value("name", ""), kube::PatchType::Json, ungate);
-        }
-        return job_phase(j) == "Succeeded" || job_phase(j) == "Failed";
-      },
-      "the job ends", std::chrono::seconds(120));
+  json done = wait_ended_admitting_gated("queued");
   EXPECT_EQ(job_phase(done), "Succeeded") << done["status"].dump(2);
   EXPECT_GT(done["status"]["queue"].value("waitedSeconds", 0.0), 0.0);
   EXPECT_FALSE(done["status"]["queue"].contains("since"));
