@@ -48,9 +48,9 @@ struct DemoOptions {
   std::string pools = "examples/quickstart/pools.yaml";
   std::string job = "examples/quickstart/job.yaml";
   std::string crd = "crds/depl.dev_dependabletrainingjobs.yaml";
-  std::string worker;  // default: depl-sim-worker next to this binary
+  std::string worker;                  // default: depl-sim-worker next to this binary
   std::vector<std::string> image_map;  // IMAGE=EXECUTABLE, over the defaults
-  double epoch_seconds = 1.5;  // wall time of one simulated epoch (0: the worker's default)
+  double epoch_seconds = 1.5;          // wall time of one simulated epoch (0: the worker's default)
   bool keep_running = false;
   double timeout_seconds = 300;
 };
@@ -96,7 +96,8 @@ void add_sim_epoch_seconds(json& job, double seconds) {
     if (!env.is_array()) env = json::array();
     bool present = false;
     for (const json& e : env) present = present || e.value("name", "") == "DEPL_SIM_EPOCH_SECONDS";
-    if (!present) env.push_back({{"name", "DEPL_SIM_EPOCH_SECONDS"}, {"value", fmt::format("{}", seconds)}});
+    if (!present)
+      env.push_back({{"name", "DEPL_SIM_EPOCH_SECONDS"}, {"value", fmt::format("{}", seconds)}});
   }
 }
 
@@ -129,9 +130,9 @@ void print_what_ran(const json& status) {
                   : fmt::format("warm start: epoch {}'s {} checkpoint converted to {}",
                                 previous_epoch, previous_model, model);
     }
-    fmt::print("  phase {} {:<8} {} {:<7}  epochs {:>2}-{:<2}  loss {:.4f} -> {:.4f}  ({})\n",
-               first.phase, model, workers, workers == 1 ? "worker" : "workers", first.epoch,
-               last.epoch, first.loss, last.loss, start);
+    fmt::print("  phase {} {:<8} {} {:<7}  epochs {:>2}-{:<2}  loss {} -> {}  ({})\n", first.phase,
+               model, workers, workers == 1 ? "worker" : "workers", first.epoch, last.epoch,
+               controller::display_loss(first.loss), controller::display_loss(last.loss), start);
     previous_model = model;
     previous_epoch = last.epoch;
     i = j + 1;
@@ -139,19 +140,19 @@ void print_what_ran(const json& status) {
 }
 
 // The job's state in one line, with how many of its worker pods are Running (nullopt: the pods
-// could not be listed).
+// could not be listed). Loss, P(target) and cost read as the printer columns show them.
 std::string status_line(const json& job, std::optional<int> running_pods) {
-  const json& status = job.value("status", json::object());
-  const json& progress = status.value("progress", json::object());
-  const json& predicted = status.value("plan", json::object()).value("predicted", json::object());
-  const std::string loss =
-      progress.contains("loss") ? fmt::format("{:.4f}", progress["loss"].get<double>()) : "-";
+  const controller::JobStatus status =
+      controller::decode_status(job.value("status", json::object()));
+  const controller::ProgressRecord& progress = status.progress;
   return fmt::format(
-      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:.3f}  cost {:<8.3g}  pods {} "
+      "{:<10} phase {} {:<14} epoch {:>3}  loss {:>7}  P(target) {:<6}  cost {:<8}  pods {} "
       "running",
-      status.value("phase", "Pending"), progress.value("phase", 0), progress.value("model", "-"),
-      progress.value("epoch", 0), loss, predicted.value("probability", 0.0),
-      progress.value("cost", 0.0), running_pods ? std::to_string(*running_pods) : "?");
+      status.phase.empty() ? controller::phases::kPending : status.phase, progress.phase,
+      progress.model.empty() ? "-" : progress.model, progress.epoch,
+      progress.loss ? controller::display_loss(*progress.loss) : "-",
+      status.plan ? controller::display_probability(status.plan->probability) : "0",
+      controller::display_cost(progress.cost), running_pods ? std::to_string(*running_pods) : "?");
 }
 
 // The job's worker pods in phase Running (the controller labels each with the job's name).
@@ -354,10 +355,11 @@ int run_demo(const DemoOptions& o) {
       }
       fmt::print("\n      datasets {}{}", fmt::join(plan->datasets, ", "),
                  dropped.empty() ? "" : fmt::format(" (left out: {})", fmt::join(dropped, ", ")));
-      fmt::print(
-          "\n      predicted cost {:.3g}, {:.1f} s, loss {:.4f} ± {:.4f}, P(target) {:.4f}\n",
-          plan->cost, plan->duration_seconds, plan->loss_mean, plan->loss_stddev,
-          plan->probability);
+      fmt::print("\n      predicted cost {}, {:.1f} s, loss {} ± {}, P(target) {}\n",
+                 controller::display_cost(plan->cost), plan->duration_seconds,
+                 controller::display_loss(plan->loss_mean),
+                 controller::display_loss(plan->loss_stddev),
+                 controller::display_probability(plan->probability));
       last_line.clear();
     }
     const std::string line = status_line(last, running_pods(client, ns, name));

@@ -40,15 +40,15 @@ constexpr const char* kKnownKeys[] = {
     "display"};
 
 // status.display: the figures `kubectl get` and `kubectl describe` show, as text rounded for
-// people (loss and P(target) to 4 significant digits, cost to 3). Written from the full-precision
+// people (display_loss, display_probability, display_cost). Written from the full-precision
 // figures at every encode and never read back, so rounding changes no decision and no identity
 // between the figures (the plan's gap is computed from its unrounded cost).
 json encode_display(const JobStatus& s) {
   json out = json::object();
-  if (s.progress.loss) out["loss"] = format_significant(*s.progress.loss, 4);
-  if (s.plan) out["probability"] = format_significant(s.plan->probability, 4);
+  if (s.progress.loss) out["loss"] = display_loss(*s.progress.loss);
+  if (s.plan) out["probability"] = display_probability(s.plan->probability);
   if (s.plan || !(s.progress == ProgressRecord{})) {
-    out["cost"] = format_significant(s.progress.cost, 3);
+    out["cost"] = display_cost(s.progress.cost);
   }
   return out;
 }
@@ -226,6 +226,18 @@ std::optional<bool> JobStatus::condition_is(const std::string& type) const {
   const Condition* c = condition(type);
   if (c == nullptr) return std::nullopt;
   return c->status == "True";
+}
+
+std::string display_loss(double loss) {
+  return format_significant(loss, 4);
+}
+
+std::string display_probability(double probability) {
+  return format_significant(probability, 4);
+}
+
+std::string display_cost(double cost) {
+  return format_significant(cost, 3);
 }
 
 JobStatus decode_status(const json& status) {

@@ -184,16 +184,40 @@ TEST(JobStatusView, TableShowsPlanProgressAndEveryEpoch) {
   EXPECT_THAT(table, HasSubstr("Progress: phase 1 (full), epoch 19 of 28, loss 0.6444"));
   // One row per epoch: the observed loss of epoch 1 and a predicted-only row for epoch 28.
   const auto first = view->epochs[0];
-  EXPECT_THAT(table, HasSubstr(fmt::format("{:.4f} ± {:.4f}", *first.predicted_mean,
-                                           *first.predicted_stddev)));
-  EXPECT_THAT(table, HasSubstr("2.0248"));
+  EXPECT_THAT(table,
+              HasSubstr(fmt::format("{} ± {}", controller::display_loss(*first.predicted_mean),
+                                    controller::display_loss(*first.predicted_stddev))));
+  EXPECT_THAT(table, HasSubstr("2.025"));  // epoch 1's observed 2.0248..., to 4 digits
   EXPECT_THAT(table, HasSubstr(fmt::format("{:+.1f} sd", *first.deviation)));
-  const std::regex epoch_row(R"(^\s+\d+\s+[01]\s+(small|full)\s+\d\.\d{4} ± \d\.\d{4}\s.*)");
+  const std::regex epoch_row(R"(^\s+\d+\s+[01]\s+(small|full)\s+\d\.\d+ ± \d\.\d+\s.*)");
   std::istringstream lines(table);
   std::string line;
   int epoch_rows = 0;
   while (std::getline(lines, line)) epoch_rows += std::regex_match(line, epoch_row);
   EXPECT_EQ(epoch_rows, 28);
+}
+
+// The table shows the job's loss, cost and P(target) as the printer columns do (status.display,
+// written by encode_status), not to a precision of its own; the JSON keeps the exact figures.
+TEST(JobStatusView, TableShowsTheFiguresAsStatusDisplayDoes) {
+  json job = running_job();
+  job["status"]["progress"]["loss"] = 2.345678;
+  job["status"]["progress"]["cost"] = 123.456;
+  job["status"]["plan"]["predicted"]["cost"] = 1234.5678;
+  job["status"]["plan"]["predicted"]["probability"] = 0.912345;
+  auto view = build_status_view(job);
+  ASSERT_TRUE(view) << view.error().message;
+  const json display =
+      controller::encode_status(controller::decode_status(job["status"]))["display"];
+  ASSERT_EQ(display, (json{{"loss", "2.346"}, {"probability", "0.9123"}, {"cost", "123"}}));
+  const std::string table = status_view_to_table(*view);
+  EXPECT_THAT(table, HasSubstr("loss 2.346, cost so far 123, time so far"));
+  EXPECT_THAT(table, HasSubstr("predicted (given the loss at epoch 19): cost 1235, "));
+  EXPECT_THAT(table, HasSubstr(", P(target) 0.9123\n"));
+  const json doc = status_view_to_json(*view);
+  EXPECT_EQ(doc["progress"]["loss"], 2.345678);
+  EXPECT_EQ(doc["progress"]["cost"], 123.456);
+  EXPECT_EQ(doc["plan"]["predicted"]["cost"], 1234.5678);
 }
 
 // The preemptions of the job and the time they cost, in the table and the JSON; nothing of them

@@ -12,9 +12,10 @@ namespace depl::cli {
 
 namespace {
 
-std::string loss_text(double loss) {
-  return fmt::format("{:.4f}", loss);
-}
+// Losses, cost and P(target) read as in status.display (the printer columns).
+using controller::display_cost;
+using controller::display_loss;
+using controller::display_probability;
 
 std::string target_line(const solver::Target& t) {
   // The required probability as the user wrote it: {:.4g} printed 0.99999999 as 1.
@@ -63,9 +64,9 @@ void plan_section(std::string& out, const JobStatusView& view) {
                                                                     view.planned_at_epoch)
                                                       : "";
   out += fmt::format("  predicted{}: cost {}, duration {}, final loss {} ± {}, P(target) {}\n",
-                     as_of, format_money(plan.cost), format_duration(plan.duration_seconds),
-                     loss_text(plan.loss_mean), loss_text(plan.loss_stddev),
-                     format_probability(plan.probability));
+                     as_of, display_cost(plan.cost), format_duration(plan.duration_seconds),
+                     display_loss(plan.loss_mean), display_loss(plan.loss_stddev),
+                     display_probability(plan.probability));
 }
 
 void progress_section(std::string& out, const JobStatusView& view) {
@@ -77,7 +78,7 @@ void progress_section(std::string& out, const JobStatusView& view) {
   out += fmt::format("\nProgress: phase {}{}, epoch {}{}, loss {}, cost so far {}, time so far {}",
                      p.phase, view.progress_model.empty() ? "" : " (" + view.progress_model + ")",
                      p.epoch, planned > 0 ? fmt::format(" of {}", planned) : "",
-                     p.loss ? loss_text(*p.loss) : "-", format_money(p.cost),
+                     p.loss ? display_loss(*p.loss) : "-", display_cost(p.cost),
                      format_duration(p.seconds));
   if (p.failures > 0) out += fmt::format(", {} pod failure(s) in this phase", p.failures);
   if (p.preemptions > 0) {
@@ -97,13 +98,13 @@ void epochs_section(std::string& out, const JobStatusView& view) {
   table.align(4, TextTable::Align::Right);
   table.align(5, TextTable::Align::Right);
   for (const auto& e : view.epochs) {
-    const std::string predicted =
-        e.predicted_mean
-            ? fmt::format("{} ± {}", loss_text(*e.predicted_mean), loss_text(*e.predicted_stddev))
-            : "-";
+    const std::string predicted = e.predicted_mean
+                                      ? fmt::format("{} ± {}", display_loss(*e.predicted_mean),
+                                                    display_loss(*e.predicted_stddev))
+                                      : "-";
     table.add_row({std::to_string(e.epoch), e.phase ? std::to_string(*e.phase) : "-",
                    e.model.empty() ? "-" : e.model, predicted,
-                   e.observed ? loss_text(*e.observed) : "-",
+                   e.observed ? display_loss(*e.observed) : "-",
                    e.deviation ? fmt::format("{:+.1f} sd", *e.deviation) : "-"});
   }
   out += table.render(2);

@@ -204,6 +204,14 @@ struct JobStatus {
 JobStatus decode_status(const nlohmann::json& status);
 nlohmann::json encode_status(const JobStatus& status);
 
+// The job's figures as people read them, wherever they are shown: status.display (the printer
+// columns of `kubectl get` and `kubectl describe`), `kubectl depl status` and `kubectl-depl demo`.
+// Loss and P(target) to 4 significant digits, cost to 3 (format_significant). Machine outputs
+// (the status itself, -o json/yaml) keep the full precision.
+std::string display_loss(double loss);
+std::string display_probability(double probability);
+std::string display_cost(double cost);
+
 // Sets a condition: lastTransitionTime changes only when its status flips; observedGeneration is
 // always updated. Returns true when anything changed.
 bool set_condition(JobStatus& status, const std::string& type, bool value,
