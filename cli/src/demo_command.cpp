@@ -169,218 +169,233 @@ std::optional<int> running_pods(kube::Client& client, const std::string& ns,
   return running;
 }
 
-int run_demo(const DemoOptions& o) {
+// What the demo runs, read and checked before anything starts.
+struct DemoInputs {
+  json crd;
+  json job;            // with DEPL_SIM_EPOCH_SECONDS added to its models
+  std::string worker;  // absolute path of the executable images run by default
+};
+
+// Reads the CRD and the job, checks the pools file, the worker and --image-map. Errors are bad
+// input, for the user to fix.
+Expected<DemoInputs> read_inputs(const DemoOptions& o) {
   auto crd_yaml = read_file(o.crd, "--crd");
   auto job_yaml = read_file(o.job, "--job");
   if (!crd_yaml || !job_yaml) {
-    fmt::print(
-        stderr,
-        "kubectl-depl demo: {}\n(run it from the repository root, or pass --job/--pools/--crd)\n",
-        (!crd_yaml ? crd_yaml : job_yaml).error().message);
-    return kExitBadInput;
+    return error(fmt::format("{}\n(run it from the repository root, or pass --job/--pools/--crd)",
+                             (!crd_yaml ? crd_yaml : job_yaml).error().message));
   }
   auto crd = yaml_to_json(*crd_yaml, o.crd);
   auto job = yaml_to_json(*job_yaml, o.job);
-  if (!crd || !job) {
-    fmt::print(stderr, "kubectl-depl demo: {}\n", (!crd ? crd.error() : job.error()).message);
-    return kExitBadInput;
-  }
+  if (!crd || !job) return unexpected(!crd ? crd.error() : job.error());
   if (o.epoch_seconds > 0) add_sim_epoch_seconds(*job, o.epoch_seconds);
-  if (!fs::exists(o.pools)) {
-    fmt::print(stderr, "kubectl-depl demo: --pools {}: no such file\n", o.pools);
-    return kExitBadInput;
-  }
+  if (!fs::exists(o.pools)) return error(fmt::format("--pools {}: no such file", o.pools));
   // Absolute: containers run in their own working directories.
-  const std::string worker =
+  std::string worker =
       fs::absolute(o.worker.empty() ? self_dir() + "/depl-sim-worker" : o.worker).string();
   if (access(worker.c_str(), X_OK) != 0) {
-    fmt::print(stderr,
-               "kubectl-depl demo: worker {} is not an executable (build it with make build)\n",
-               worker);
-    return kExitBadInput;
+    return error(fmt::format("worker {} is not an executable (build it with make build)", worker));
   }
-
   for (const std::string& entry : o.image_map) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0 || access(entry.c_str() + eq + 1, X_OK) != 0) {
-      fmt::print(stderr,
-                 "kubectl-depl demo: --image-map {}: want IMAGE=EXECUTABLE (an executable file)\n",
-                 entry);
-      return kExitBadInput;
+      return error(
+          fmt::format("--image-map {}: want IMAGE=EXECUTABLE (an executable file)", entry));
     }
   }
+  return DemoInputs{std::move(*crd), std::move(*job), std::move(worker)};
+}
 
-  // The controller's and the cluster's logs go to a file: the terminal shows the job.
+// A work directory under /tmp for the cluster (pod working directories and logs), with the log
+// file the controller's and the cluster's logs go to, so the terminal shows the job.
+Expected<std::string> make_work_dir_with_log() {
   char work_template[] = "/tmp/depl-demo-XXXXXX";
   const char* work_dir = mkdtemp(work_template);
-  if (work_dir == nullptr) {
-    fmt::print(stderr, "kubectl-depl demo: cannot create a work directory under /tmp\n");
-    return kExitFailure;
-  }
+  if (work_dir == nullptr) return error("cannot create a work directory under /tmp");
   const std::string log_path = std::string(work_dir) + "/demo.log";
   try {
     auto logger = spdlog::basic_logger_mt("demo", log_path);
     logger->flush_on(spdlog::level::info);
     spdlog::set_default_logger(logger);
   } catch (const spdlog::spdlog_ex& e) {
-    fmt::print(stderr, "kubectl-depl demo: log file {}: {}\n", log_path, e.what());
-    return kExitFailure;
+    return error(fmt::format("log file {}: {}", log_path, e.what()));
   }
+  return std::string(work_dir);
+}
 
-  std::stop_source stop;
-  kube::TerminationSignals signals(stop);
-  devcluster::DevClusterOptions cluster_options;
-  cluster_options.work_dir = work_dir;
-  cluster_options.pools_file = o.pools;
-  cluster_options.image_map["*"] = worker;
+// The dev cluster's nodes from --pools, and which executable each image's pods run.
+devcluster::DevClusterOptions cluster_options(const DemoOptions& o, const DemoInputs& inputs,
+                                              const std::string& work_dir) {
+  devcluster::DevClusterOptions options;
+  options.work_dir = work_dir;
+  options.pools_file = o.pools;
+  options.image_map["*"] = inputs.worker;
   if (o.worker.empty()) {
     // The reference worker's image (examples/fashion-mnist) trains for real.
     const std::string reference = self_dir() + "/depl-reference-worker";
-    if (access(reference.c_str(), X_OK) == 0) {
-      cluster_options.image_map[kReferenceWorkerImage] = reference;
-    }
+    if (access(reference.c_str(), X_OK) == 0) options.image_map[kReferenceWorkerImage] = reference;
     if (access(kPytorchWorkerScript, X_OK) == 0) {  // run from the repository root
-      cluster_options.image_map[kPytorchWorkerImage] = fs::absolute(kPytorchWorkerScript).string();
+      options.image_map[kPytorchWorkerImage] = fs::absolute(kPytorchWorkerScript).string();
     }
   }
-  for (const std::string& entry : o.image_map) {  // checked above
+  for (const std::string& entry : o.image_map) {  // checked by read_inputs
     const auto eq = entry.find('=');
-    cluster_options.image_map[entry.substr(0, eq)] = fs::absolute(entry.substr(eq + 1)).string();
+    options.image_map[entry.substr(0, eq)] = fs::absolute(entry.substr(eq + 1)).string();
   }
-  auto cluster = devcluster::DevCluster::start(cluster_options);
-  if (!cluster) {
-    fmt::print(stderr, "kubectl-depl demo: dev cluster: {}\n", cluster.error().message);
-    return kExitFailure;
-  }
-  fmt::print("dev cluster  {}  (kubeconfig {})\n", (*cluster)->url(),
-             (*cluster)->kubeconfig_path());
-  fmt::print("logs         {} (controller and cluster), pod logs under {}\n", log_path, work_dir);
+  return options;
+}
 
-  controller::ControllerConfig cc;
-  cc.kubeconfig = (*cluster)->kubeconfig_path();
-  cc.metrics_addr = "127.0.0.1:0";
-  cc.progress_addr = "127.0.0.1:0";
-  cc.health_addr = "127.0.0.1:0";
-  cc.rendezvous = controller::RendezvousMode::Loopback;
-  cc.checkpoint_root =
-      fs::path((*cluster)->kubeconfig_path()).parent_path().string() + "/checkpoints";
-  cc.catalog_namespace = "kube-system";
-  std::atomic<bool> controller_ready{false};
-  std::string controller_error;
-  controller::ControllerEndpoints endpoints;
-  std::jthread controller_thread([&] {
-    auto ran = controller::run_controller(cc, stop.get_token(),
-                                          [&](const controller::ControllerEndpoints& e) {
-                                            endpoints = e;
-                                            controller_ready = true;
-                                          });
-    if (!ran) {
-      controller_error = ran.error().message;
-      stop.request_stop();
+// The controller as the demo runs it: against the dev cluster, endpoints on free loopback ports,
+// workers meeting on loopback, checkpoints beside the cluster's kubeconfig.
+controller::ControllerConfig controller_config(const devcluster::DevCluster& cluster) {
+  controller::ControllerConfig config;
+  config.kubeconfig = cluster.kubeconfig_path();
+  config.metrics_addr = "127.0.0.1:0";
+  config.progress_addr = "127.0.0.1:0";
+  config.health_addr = "127.0.0.1:0";
+  config.rendezvous = controller::RendezvousMode::Loopback;
+  config.checkpoint_root =
+      fs::path(cluster.kubeconfig_path()).parent_path().string() + "/checkpoints";
+  config.catalog_namespace = "kube-system";
+  return config;
+}
+
+// The controller, run in-process on its own thread until `stop` is requested; a controller that
+// fails requests it.
+class ControllerThread {
+ public:
+  ControllerThread(controller::ControllerConfig config, std::stop_source stop)
+      : stop_(stop), thread_([this, config = std::move(config)] {
+          auto ran = controller::run_controller(config, stop_.get_token(),
+                                                [this](const controller::ControllerEndpoints& e) {
+                                                  endpoints_ = e;
+                                                  ready_ = true;
+                                                });
+          if (!ran) {
+            error_ = ran.error().message;
+            stop_.request_stop();
+          }
+        }) {}
+
+  // Waits until the controller serves or a stop is requested; fails when the controller did.
+  Expected<controller::ControllerEndpoints> wait_ready() {
+    while (!ready_ && !stop_.stop_requested()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-  });
+    if (!error_.empty()) return error(error_);
+    return endpoints_;
+  }
 
-  // The demo's own client connects as the user will: with the cluster's kubeconfig (its CA and
-  // the admin's token).
+  void join() { thread_.join(); }
+
+ private:
+  std::stop_source stop_;
+  std::atomic<bool> ready_{false};
+  std::string error_;
+  controller::ControllerEndpoints endpoints_;
+  std::jthread thread_;  // last: it starts once the members it writes exist
+};
+
+// The demo's own client connects as the user will: with the cluster's kubeconfig (its CA and
+// the admin's token).
+Expected<kube::Client> connect_as_user(const std::string& kubeconfig_path) {
   kube::KubeconfigLoadOptions load;
-  load.explicit_path = (*cluster)->kubeconfig_path();
+  load.explicit_path = kubeconfig_path;
   auto kubeconfig = kube::load_kubeconfig(load);
-  if (!kubeconfig) {
-    fmt::print(stderr, "kubectl-depl demo: {}\n", kubeconfig.error().message);
-    stop.request_stop();
-    return kExitFailure;
-  }
+  if (!kubeconfig) return unexpected(kubeconfig.error());
   auto connection = kube::resolve_kubeconfig(*kubeconfig);
-  if (!connection) {
-    fmt::print(stderr, "kubectl-depl demo: {}\n", connection.error().message);
-    stop.request_stop();
-    return kExitFailure;
-  }
+  if (!connection) return unexpected(connection.error());
   auto transport = kube::BeastTransport::create(*connection);
-  if (!transport) {
-    fmt::print(stderr, "kubectl-depl demo: {}\n", transport.error().message);
-    stop.request_stop();
-    return kExitFailure;
-  }
-  kube::Client client(*transport, connection->credentials);
-  if (auto applied = apply(client, kube::resources::custom_resource_definitions(), *crd);
-      !applied) {
-    fmt::print(stderr, "kubectl-depl demo: applying the CRD: {}\n", applied.error().message);
-    stop.request_stop();
-    return kExitFailure;
-  }
-  while (!controller_ready && !stop.stop_requested())
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!controller_error.empty()) {
-    fmt::print(stderr, "kubectl-depl demo: controller: {}\n", controller_error);
-    return kExitFailure;
-  }
-  fmt::print("controller   metrics {}/metrics  progress {}\n", endpoints.metrics_url,
-             endpoints.progress_url);
-  auto applied = apply(client, controller::job_resource(), *job);
-  if (!applied) {
-    fmt::print(stderr, "kubectl-depl demo: applying {}: {}\n", o.job, applied.error().message);
-    stop.request_stop();
-    return kExitFailure;
-  }
-  const std::string ns = (*applied)["metadata"].value("namespace", "default");
-  const std::string name = (*applied)["metadata"].value("name", "");
-  fmt::print("job          {}/{} applied; following it (Ctrl-C stops)\n\n", ns, name);
+  if (!transport) return unexpected(transport.error());
+  return kube::Client(*transport, connection->credentials);
+}
 
-  const bool tty = isatty(1) != 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(o.timeout_seconds);
-  std::string last_line, final_phase;
-  int last_revision = 0;
-  json last;
-  // Prints what changed in a version of the job; true once the job has ended.
-  auto show = [&](const json& current) {
-    last = current;
-    const json& status = last.value("status", json::object());
+// Shows a job as it changes: each plan revision once, with its phases, datasets and predictions,
+// and the live line whenever it changes (rewritten in place on a terminal).
+class JobDisplay {
+ public:
+  JobDisplay(kube::Client& client, const json& job, std::string ns, std::string name)
+      : client_(client), job_(job), ns_(std::move(ns)), name_(std::move(name)) {}
+
+  // Shows what changed in this version of the job; true once the job has ended.
+  bool show(const json& current) {
+    last_ = current;
+    const json& status = last_.value("status", json::object());
     auto plan = controller::plan_from_json(status);
-    if (plan && plan->revision != last_revision) {
-      if (tty && !last_line.empty()) fmt::print("\n");
-      last_revision = plan->revision;
-      fmt::print("plan {}: ", plan->revision);
-      for (std::size_t i = 0; i < plan->phases.size(); ++i) {
-        const auto& p = plan->phases[i];
-        fmt::print("{}{} x{} on {} ({} worker{})", i ? " -> " : "", p.model, p.epochs, p.pool,
-                   p.workers, p.workers == 1 ? "" : "s");
-      }
-      std::vector<std::string> dropped;  // the job's datasets the plan leaves out
-      for (const json& d : (*job)["spec"].value("datasets", json::array())) {
-        const std::string name = d.value("name", "");
-        if (std::find(plan->datasets.begin(), plan->datasets.end(), name) == plan->datasets.end())
-          dropped.push_back(name);
-      }
-      fmt::print("\n      datasets {}{}", fmt::join(plan->datasets, ", "),
-                 dropped.empty() ? "" : fmt::format(" (left out: {})", fmt::join(dropped, ", ")));
-      fmt::print("\n      predicted cost {}, {:.1f} s, loss {} ± {}, P(target) {}\n",
-                 controller::display_cost(plan->cost), plan->duration_seconds,
-                 controller::display_loss(plan->loss_mean),
-                 controller::display_loss(plan->loss_stddev),
-                 controller::display_probability(plan->probability));
-      last_line.clear();
+    if (plan && plan->revision != last_revision_) {
+      if (tty_ && !last_line_.empty()) fmt::print("\n");
+      last_revision_ = plan->revision;
+      print_plan(*plan);
+      last_line_.clear();
     }
-    const std::string line = status_line(last, running_pods(client, ns, name));
-    if (line != last_line) {
-      if (tty) {
+    const std::string line = status_line(last_, running_pods(client_, ns_, name_));
+    if (line != last_line_) {
+      if (tty_) {
         fmt::print("\r{}", line);
       } else {
         fmt::print("{}\n", line);
       }
       std::fflush(stdout);
-      last_line = line;
+      last_line_ = line;
     }
-    final_phase = status.value("phase", "");
-    return final_phase == "Succeeded" || final_phase == "Failed";
-  };
-  // Follows the job with a watch from the version it was applied at, so every plan the
-  // controller writes is shown, however soon the next one replaces it (the reference worker can
-  // finish an epoch in a tenth of a second). When a watch ends or fails, the job is read again and
-  // watched from there.
-  std::string resource_version = (*applied)["metadata"].value("resourceVersion", "");
-  bool ended = show(*applied);
+    final_phase_ = status.value("phase", "");
+    return final_phase_ == "Succeeded" || final_phase_ == "Failed";
+  }
+
+  // Ends the live line on a terminal.
+  void end_line() const {
+    if (tty_) fmt::print("\n");
+  }
+
+  const json& last() const { return last_; }
+  const std::string& final_phase() const { return final_phase_; }
+
+ private:
+  void print_plan(const controller::PlanRecord& plan) const {
+    fmt::print("plan {}: ", plan.revision);
+    for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+      const auto& p = plan.phases[i];
+      fmt::print("{}{} x{} on {} ({} worker{})", i ? " -> " : "", p.model, p.epochs, p.pool,
+                 p.workers, p.workers == 1 ? "" : "s");
+    }
+    std::vector<std::string> dropped;  // the job's datasets the plan leaves out
+    for (const json& d : job_["spec"].value("datasets", json::array())) {
+      const std::string dataset = d.value("name", "");
+      if (std::find(plan.datasets.begin(), plan.datasets.end(), dataset) == plan.datasets.end()) {
+        dropped.push_back(dataset);
+      }
+    }
+    fmt::print("\n      datasets {}{}", fmt::join(plan.datasets, ", "),
+               dropped.empty() ? "" : fmt::format(" (left out: {})", fmt::join(dropped, ", ")));
+    fmt::print("\n      predicted cost {}, {:.1f} s, loss {} ± {}, P(target) {}\n",
+               controller::display_cost(plan.cost), plan.duration_seconds,
+               controller::display_loss(plan.loss_mean), controller::display_loss(plan.loss_stddev),
+               controller::display_probability(plan.probability));
+  }
+
+  kube::Client& client_;
+  const json& job_;  // the job as applied: its spec names the datasets
+  std::string ns_;
+  std::string name_;
+  bool tty_ = isatty(1) != 0;
+  std::string last_line_;
+  std::string final_phase_;
+  int last_revision_ = 0;
+  json last_;
+};
+
+// Follows the job with a watch from the version it was applied at, so every plan the controller
+// writes is shown, however soon the next one replaces it (the reference worker can finish an
+// epoch in a tenth of a second). When a watch ends or fails, the job is read again and watched
+// from there. Returns when the job ends or is deleted, on a stop, or after `timeout_seconds`.
+void follow_job(kube::Client& client, JobDisplay& display, const json& applied,
+                double timeout_seconds, std::stop_token stop) {
+  const std::string ns = applied["metadata"].value("namespace", "default");
+  const std::string name = applied["metadata"].value("name", "");
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  std::string resource_version = applied["metadata"].value("resourceVersion", "");
+  bool ended = display.show(applied);
   while (!ended && !stop.stop_requested()) {
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(
         deadline - std::chrono::steady_clock::now());
@@ -391,7 +406,7 @@ int run_demo(const DemoOptions& o) {
     watch_options.timeout_seconds = static_cast<int>(std::min<std::int64_t>(left.count(), 60));
     auto stream = client.watch(controller::job_resource(), ns, watch_options);
     if (stream) {
-      std::stop_callback cancel_on_stop(stop.get_token(), [&] { stream->cancel(); });
+      std::stop_callback cancel_on_stop(stop, [&] { stream->cancel(); });
       while (!ended) {
         auto event = stream->next();
         if (!event || !*event) break;  // failed or ended: read the job again below
@@ -407,45 +422,101 @@ int run_demo(const DemoOptions& o) {
           break;
         }
         resource_version = e.resource_version();
-        ended = show(e.object);
+        ended = display.show(e.object);
       }
     }
     if (ended || stop.stop_requested()) break;
     auto current = client.get(controller::job_resource(), ns, name);
     if (current) {
       resource_version = (*current)["metadata"].value("resourceVersion", "");
-      ended = show(*current);
+      ended = display.show(*current);
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server is away: retry
     }
   }
-  if (tty) fmt::print("\n");
-  const json& status = last.value("status", json::object());
+}
+
+// With --keep-running: how to look at the cluster from another terminal, then waits for Ctrl-C.
+void keep_running(const devcluster::DevCluster& cluster, const std::string& job_name,
+                  std::stop_token stop) {
+  fmt::print(
+      "\nThe dev cluster keeps running. In another terminal:\n"
+      "  export KUBECONFIG={}\n"
+      "  kubectl get dtj            # the job, with its printer columns\n"
+      "  kubectl describe dtj {}   # status, conditions, events\n"
+      "  kubectl get pods           # the workers of every phase\n"
+      "Press Ctrl-C here to stop it.\n",
+      cluster.kubeconfig_path(), job_name);
+  std::fflush(stdout);
+  while (!stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+
+int fail(int exit_code, const std::string& message) {
+  fmt::print(stderr, "kubectl-depl demo: {}\n", message);
+  return exit_code;
+}
+
+// Starts the dev cluster and the controller, applies the CRD and the job, follows the job to its
+// end and reports what ran; the exit code says whether it succeeded.
+int run_demo(const DemoOptions& o) {
+  auto inputs = read_inputs(o);
+  if (!inputs) return fail(kExitBadInput, inputs.error().message);
+  auto work_dir = make_work_dir_with_log();
+  if (!work_dir) return fail(kExitFailure, work_dir.error().message);
+
+  std::stop_source stop;
+  kube::TerminationSignals signals(stop);
+  auto cluster = devcluster::DevCluster::start(cluster_options(o, *inputs, *work_dir));
+  if (!cluster) return fail(kExitFailure, "dev cluster: " + cluster.error().message);
+  fmt::print("dev cluster  {}  (kubeconfig {})\n", (*cluster)->url(),
+             (*cluster)->kubeconfig_path());
+  fmt::print("logs         {}/demo.log (controller and cluster), pod logs under {}\n", *work_dir,
+             *work_dir);
+
+  ControllerThread controller(controller_config(**cluster), stop);
+  auto client = connect_as_user((*cluster)->kubeconfig_path());
+  if (!client) {
+    stop.request_stop();
+    return fail(kExitFailure, client.error().message);
+  }
+  if (auto applied = apply(*client, kube::resources::custom_resource_definitions(), inputs->crd);
+      !applied) {
+    stop.request_stop();
+    return fail(kExitFailure, "applying the CRD: " + applied.error().message);
+  }
+  auto endpoints = controller.wait_ready();
+  if (!endpoints) return fail(kExitFailure, "controller: " + endpoints.error().message);
+  fmt::print("controller   metrics {}/metrics  progress {}\n", endpoints->metrics_url,
+             endpoints->progress_url);
+  auto applied = apply(*client, controller::job_resource(), inputs->job);
+  if (!applied) {
+    stop.request_stop();
+    return fail(kExitFailure, fmt::format("applying {}: {}", o.job, applied.error().message));
+  }
+  const std::string ns = (*applied)["metadata"].value("namespace", "default");
+  const std::string name = (*applied)["metadata"].value("name", "");
+  fmt::print("job          {}/{} applied; following it (Ctrl-C stops)\n\n", ns, name);
+
+  JobDisplay display(*client, inputs->job, ns, name);
+  follow_job(*client, display, *applied, o.timeout_seconds, stop.get_token());
+  display.end_line();
+  const json& status = display.last().value("status", json::object());
   print_what_ran(status);
+  const std::string& final_phase = display.final_phase();
   fmt::print("\njob {}: {}\n", final_phase.empty() ? "did not finish" : final_phase,
              status.value("message", ""));
   const bool succeeded = final_phase == "Succeeded";
-  if (o.keep_running && !stop.stop_requested()) {
-    fmt::print(
-        "\nThe dev cluster keeps running. In another terminal:\n"
-        "  export KUBECONFIG={}\n"
-        "  kubectl get dtj            # the job, with its printer columns\n"
-        "  kubectl describe dtj {}   # status, conditions, events\n"
-        "  kubectl get pods           # the workers of every phase\n"
-        "Press Ctrl-C here to stop it.\n",
-        (*cluster)->kubeconfig_path(), name);
-    std::fflush(stdout);
-    while (!stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  if (o.keep_running && !stop.stop_requested()) keep_running(**cluster, name, stop.get_token());
+
   stop.request_stop();
-  controller_thread.join();
+  controller.join();
   (*cluster)->stop();
   spdlog::shutdown();
   if (succeeded) {
     std::error_code ec;
-    fs::remove_all(work_dir, ec);
+    fs::remove_all(*work_dir, ec);
   } else {
-    fmt::print("logs kept in {}\n", work_dir);
+    fmt::print("logs kept in {}\n", *work_dir);
   }
   return succeeded ? kExitOk : kExitFailure;
 }
