@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 
@@ -50,6 +51,161 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
+// A pool's size: any two of gpus, nodes and gpusPerNode determine the third (gpus alone: one
+// node).
+Expected<void> read_size(const json& p, const std::string& named, NodePool& pool) {
+  std::optional<int> gpus, nodes, per_node;
+  for (auto [key, out] : {std::pair{"gpus", &gpus}, std::pair{"nodes", &nodes},
+                          std::pair{"gpusPerNode", &per_node}}) {
+    auto r = read_count(p, key, named);
+    if (!r) return unexpected(r.error());
+    *out = *r;
+  }
+  if (per_node && nodes) {
+    pool.gpus_per_node = *per_node;
+    pool.nodes = *nodes;
+    if (gpus && *gpus != pool.nodes * pool.gpus_per_node) {
+      return error(fmt::format("{}.gpus: {} does not equal nodes x gpusPerNode = {}", named, *gpus,
+                               pool.nodes * pool.gpus_per_node));
+    }
+  } else if (per_node && gpus) {
+    pool.gpus_per_node = *per_node;
+    if (pool.gpus_per_node == 0 || *gpus % pool.gpus_per_node != 0) {
+      return error(named + ".gpus: must be a multiple of gpusPerNode");
+    }
+    pool.nodes = *gpus / pool.gpus_per_node;
+  } else if (nodes && gpus) {
+    pool.nodes = *nodes;
+    if (pool.nodes == 0 || *gpus % pool.nodes != 0) {
+      return error(named + ".gpus: must be a multiple of nodes");
+    }
+    pool.gpus_per_node = *gpus / pool.nodes;
+  } else if (gpus) {
+    pool.nodes = 1;
+    pool.gpus_per_node = *gpus;
+  } else {
+    return error(named + ": give two of gpus, nodes and gpusPerNode");
+  }
+  return {};
+}
+
+struct NumberField {
+  const char* key;
+  double* out;
+};
+
+// Optional numbers (or quantities) that must be finite and non-negative; an absent one keeps
+// the pool's default.
+Expected<void> read_non_negative(const json& p, const std::string& named,
+                                 std::initializer_list<NumberField> fields) {
+  for (const NumberField& n : fields) {
+    auto v = read_number(p, n.key, named);
+    if (!v) return unexpected(v.error());
+    if (!*v) continue;
+    if (!(**v >= 0) || !std::isfinite(**v)) {
+      return error(named + "." + n.key + ": must be a finite non-negative number");
+    }
+    *n.out = **v;
+  }
+  return {};
+}
+
+// The figures the solver reads (speed, price, bandwidths, startup) and the nodes' size.
+Expected<void> read_figures(const json& p, const std::string& named, NodePool& pool) {
+  return read_non_negative(p, named,
+                           {{"gpuGflops", &pool.gpu_gflops},
+                            {"pricePerGpuHour", &pool.price_per_gpu_hour},
+                            {"bandwidthBytesPerSecond", &pool.bandwidth},
+                            {"storageBandwidthBytesPerSecond", &pool.storage_bandwidth},
+                            {"startupSeconds", &pool.startup_seconds},
+                            {"cpuPerNode", &pool.cpu_per_node},
+                            {"memoryPerNode", &pool.memory_per_node}});
+}
+
+// capacityType and, for spot capacity, how often its nodes are reclaimed, with what notice, and
+// how soon they come back.
+Expected<void> read_capacity(const json& p, const std::string& named, NodePool& pool) {
+  if (p.contains("capacityType") && !p["capacityType"].is_null()) {
+    const json& type = p["capacityType"];
+    if (!type.is_string() || (type != "Spot" && type != "OnDemand")) {
+      return error(named + ".capacityType: must be OnDemand or Spot, got " + type.dump());
+    }
+    pool.spot = type == "Spot";
+  }
+  return read_non_negative(p, named,
+                           {{"interruptionsPerHour", &pool.interruptions_per_hour},
+                            {"reclaimNoticeSeconds", &pool.reclaim_notice_seconds},
+                            {"replacementSeconds", &pool.replacement_seconds}});
+}
+
+// taints: [{key, value, effect}], put on every node of the pool.
+Expected<void> read_taints(const json& p, const std::string& named, NodePool& pool) {
+  if (!p.contains("taints") || p["taints"].is_null()) return {};
+  if (!p["taints"].is_array()) return error(named + ".taints: must be a list");
+  for (std::size_t t = 0; t < p["taints"].size(); ++t) {
+    const json& taint = p["taints"][t];
+    const std::string at = fmt::format("{}.taints[{}]", named, t);
+    if (!taint.is_object() || !taint.contains("key") || !taint["key"].is_string() ||
+        taint["key"].get<std::string>().empty()) {
+      return error(at + ".key: required, a non-empty string");
+    }
+    const std::string effect = taint.value("effect", "");
+    if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
+      return error(at + ".effect: must be NoSchedule, PreferNoSchedule or NoExecute");
+    }
+    if (taint.contains("value") && !taint["value"].is_string()) {
+      return error(at + ".value: must be a string");
+    }
+    json kept = {{"key", taint["key"]}, {"effect", effect}};
+    if (taint.contains("value")) kept["value"] = taint["value"];
+    pool.taints.push_back(std::move(kept));
+  }
+  return {};
+}
+
+// zone (default "<name>-zone") and interPool, the bandwidth into this pool from each other one.
+Expected<void> read_topology(const json& p, const std::string& named, NodePool& pool) {
+  if (p.contains("zone")) {
+    if (!p["zone"].is_string()) return error(named + ".zone: must be a string");
+    pool.zone = p["zone"].get<std::string>();
+  }
+  if (pool.zone.empty()) pool.zone = pool.name + "-zone";
+  if (p.contains("interPool") && !p["interPool"].is_null()) {
+    if (!p["interPool"].is_object()) {
+      return error(named + ".interPool: must be a mapping from pool name to bandwidth");
+    }
+    for (const auto& [source, value] : p["interPool"].items()) {
+      auto v = read_number(p["interPool"], source, named + ".interPool");
+      if (!v) return unexpected(v.error());
+      if (*v) pool.inter_pool[source] = **v;
+    }
+  }
+  return {};
+}
+
+// pools[i]; `earlier` are the pools before it (names are unique).
+Expected<NodePool> parse_pool(const json& p, std::size_t i, const std::vector<NodePool>& earlier) {
+  const std::string where = fmt::format("pools[{}]", i);
+  if (!p.is_object()) return error(where + ": must be a mapping");
+  NodePool pool;
+  if (!p.contains("name") || !p["name"].is_string() || p["name"].get<std::string>().empty()) {
+    return error(where + ".name: required, a non-empty string");
+  }
+  pool.name = p["name"].get<std::string>();
+  const std::string named = where + " (" + pool.name + ")";
+  for (const auto& other : earlier) {
+    if (other.name == pool.name) return error(named + ".name: duplicate pool name");
+  }
+  if (p.contains("gpuType")) {
+    if (!p["gpuType"].is_string()) return error(named + ".gpuType: must be a string");
+    pool.gpu_type = p["gpuType"].get<std::string>();
+  }
+  for (auto read : {read_size, read_figures, read_capacity, read_taints, read_topology}) {
+    if (auto done = read(p, named, pool); !done) return unexpected(done.error());
+  }
+  return pool;
+}
+
 }  // namespace
 
 Expected<std::vector<NodePool>> parse_node_pools(const json& document) {
@@ -59,131 +215,9 @@ Expected<std::vector<NodePool>> parse_node_pools(const json& document) {
   std::vector<NodePool> pools;
   const json& list = document["pools"];
   for (size_t i = 0; i < list.size(); ++i) {
-    const std::string where = fmt::format("pools[{}]", i);
-    const json& p = list[i];
-    if (!p.is_object()) return error(where + ": must be a mapping");
-    NodePool pool;
-    if (!p.contains("name") || !p["name"].is_string() || p["name"].get<std::string>().empty()) {
-      return error(where + ".name: required, a non-empty string");
-    }
-    pool.name = p["name"].get<std::string>();
-    const std::string named = where + " (" + pool.name + ")";
-    for (const auto& other : pools) {
-      if (other.name == pool.name) return error(named + ".name: duplicate pool name");
-    }
-    if (p.contains("gpuType")) {
-      if (!p["gpuType"].is_string()) return error(named + ".gpuType: must be a string");
-      pool.gpu_type = p["gpuType"].get<std::string>();
-    }
-    std::optional<int> gpus, nodes, per_node;
-    for (auto [key, out] : {std::pair{"gpus", &gpus}, std::pair{"nodes", &nodes},
-                            std::pair{"gpusPerNode", &per_node}}) {
-      auto r = read_count(p, key, named);
-      if (!r) return unexpected(r.error());
-      *out = *r;
-    }
-    // Any two of gpus, nodes and gpusPerNode determine the third.
-    if (per_node && nodes) {
-      pool.gpus_per_node = *per_node;
-      pool.nodes = *nodes;
-      if (gpus && *gpus != pool.nodes * pool.gpus_per_node) {
-        return error(fmt::format("{}.gpus: {} does not equal nodes x gpusPerNode = {}", named,
-                                 *gpus, pool.nodes * pool.gpus_per_node));
-      }
-    } else if (per_node && gpus) {
-      pool.gpus_per_node = *per_node;
-      if (pool.gpus_per_node == 0 || *gpus % pool.gpus_per_node != 0) {
-        return error(named + ".gpus: must be a multiple of gpusPerNode");
-      }
-      pool.nodes = *gpus / pool.gpus_per_node;
-    } else if (nodes && gpus) {
-      pool.nodes = *nodes;
-      if (pool.nodes == 0 || *gpus % pool.nodes != 0) {
-        return error(named + ".gpus: must be a multiple of nodes");
-      }
-      pool.gpus_per_node = *gpus / pool.nodes;
-    } else if (gpus) {
-      pool.nodes = 1;
-      pool.gpus_per_node = *gpus;
-    } else {
-      return error(named + ": give two of gpus, nodes and gpusPerNode");
-    }
-    struct {
-      const char* key;
-      double* out;
-    } numbers[] = {{"gpuGflops", &pool.gpu_gflops},
-                   {"pricePerGpuHour", &pool.price_per_gpu_hour},
-                   {"bandwidthBytesPerSecond", &pool.bandwidth},
-                   {"storageBandwidthBytesPerSecond", &pool.storage_bandwidth},
-                   {"startupSeconds", &pool.startup_seconds},
-                   {"cpuPerNode", &pool.cpu_per_node},
-                   {"memoryPerNode", &pool.memory_per_node}};
-    for (auto& n : numbers) {
-      auto v = read_number(p, n.key, named);
-      if (!v) return unexpected(v.error());
-      if (*v) {
-        if (!(**v >= 0) || !std::isfinite(**v)) {
-          return error(named + "." + n.key + ": must be a finite non-negative number");
-        }
-        *n.out = **v;
-      }
-    }
-    if (p.contains("capacityType") && !p["capacityType"].is_null()) {
-      const json& type = p["capacityType"];
-      if (!type.is_string() || (type != "Spot" && type != "OnDemand")) {
-        return error(named + ".capacityType: must be OnDemand or Spot, got " + type.dump());
-      }
-      pool.spot = type == "Spot";
-    }
-    for (auto [key, out] : {std::pair{"interruptionsPerHour", &pool.interruptions_per_hour},
-                            std::pair{"reclaimNoticeSeconds", &pool.reclaim_notice_seconds},
-                            std::pair{"replacementSeconds", &pool.replacement_seconds}}) {
-      auto v = read_number(p, key, named);
-      if (!v) return unexpected(v.error());
-      if (*v) {
-        if (!(**v >= 0) || !std::isfinite(**v)) {
-          return error(named + "." + key + ": must be a finite non-negative number");
-        }
-        *out = **v;
-      }
-    }
-    if (p.contains("taints") && !p["taints"].is_null()) {
-      if (!p["taints"].is_array()) return error(named + ".taints: must be a list");
-      for (std::size_t t = 0; t < p["taints"].size(); ++t) {
-        const json& taint = p["taints"][t];
-        const std::string at = fmt::format("{}.taints[{}]", named, t);
-        if (!taint.is_object() || !taint.contains("key") || !taint["key"].is_string() ||
-            taint["key"].get<std::string>().empty()) {
-          return error(at + ".key: required, a non-empty string");
-        }
-        const std::string effect = taint.value("effect", "");
-        if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
-          return error(at + ".effect: must be NoSchedule, PreferNoSchedule or NoExecute");
-        }
-        if (taint.contains("value") && !taint["value"].is_string()) {
-          return error(at + ".value: must be a string");
-        }
-        json kept = {{"key", taint["key"]}, {"effect", effect}};
-        if (taint.contains("value")) kept["value"] = taint["value"];
-        pool.taints.push_back(std::move(kept));
-      }
-    }
-    if (p.contains("zone")) {
-      if (!p["zone"].is_string()) return error(named + ".zone: must be a string");
-      pool.zone = p["zone"].get<std::string>();
-    }
-    if (pool.zone.empty()) pool.zone = pool.name + "-zone";
-    if (p.contains("interPool") && !p["interPool"].is_null()) {
-      if (!p["interPool"].is_object()) {
-        return error(named + ".interPool: must be a mapping from pool name to bandwidth");
-      }
-      for (const auto& [source, value] : p["interPool"].items()) {
-        auto v = read_number(p["interPool"], source, named + ".interPool");
-        if (!v) return unexpected(v.error());
-        if (*v) pool.inter_pool[source] = **v;
-      }
-    }
-    pools.push_back(std::move(pool));
+    auto pool = parse_pool(list[i], i, pools);
+    if (!pool) return unexpected(pool.error());
+    pools.push_back(std::move(*pool));
   }
   return pools;
 }

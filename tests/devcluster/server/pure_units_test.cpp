@@ -78,6 +78,68 @@ TEST(NodePoolsTest, BadPoolsNameTheField) {
   EXPECT_THAT(bad("nodes: []"), HasSubstr("pools"));
 }
 
+// Every field of a pool, and the error of each kind of bad value, word for word.
+TEST(NodePoolsTest, ReadsEveryFieldAndNamesEachBadOne) {
+  auto doc = yaml_to_json(R"(pools:
+  - {name: a, nodes: 2, gpusPerNode: 4, startupSeconds: 30, cpuPerNode: 8, memoryPerNode: 64Gi,
+     capacityType: Spot, interruptionsPerHour: 0.5, reclaimNoticeSeconds: 120,
+     replacementSeconds: 60, taints: [{key: k, value: v, effect: NoSchedule}], zone: z1,
+     storageBandwidthBytesPerSecond: 1G}
+  - {name: b, gpus: 8, nodes: 2, interPool: {a: 2G}})");
+  ASSERT_TRUE(doc);
+  auto pools = parse_node_pools(*doc);
+  ASSERT_TRUE(pools) << pools.error().message;
+  ASSERT_EQ(pools->size(), 2u);
+  const NodePool& a = (*pools)[0];
+  EXPECT_EQ(a.gpus_per_node, 4);
+  EXPECT_EQ(a.nodes, 2);
+  EXPECT_EQ(a.startup_seconds, 30);
+  EXPECT_EQ(a.cpu_per_node, 8);
+  EXPECT_EQ(a.memory_per_node, 64.0 * (1ull << 30));
+  EXPECT_TRUE(a.spot);
+  EXPECT_EQ(a.interruptions_per_hour, 0.5);
+  EXPECT_EQ(a.reclaim_notice_seconds, 120);
+  EXPECT_EQ(a.replacement_seconds, 60);
+  EXPECT_EQ(a.taints, (nlohmann::json{{{"key", "k"}, {"effect", "NoSchedule"}, {"value", "v"}}}));
+  EXPECT_EQ(a.zone, "z1");
+  EXPECT_EQ(a.storage_bandwidth, 1e9);
+  const NodePool& b = (*pools)[1];
+  EXPECT_EQ(b.gpus_per_node, 4);
+  EXPECT_FALSE(b.spot);
+  EXPECT_EQ(b.zone, "b-zone");
+  EXPECT_EQ(b.inter_pool, (std::map<std::string, double>{{"a", 2e9}}));
+  EXPECT_EQ(b.startup_seconds, -1);
+
+  auto bad = [](const std::string& yaml) {
+    auto d = yaml_to_json(yaml);
+    auto p = parse_node_pools(*d);
+    return p ? std::string("ok") : p.error().message;
+  };
+  EXPECT_EQ(bad("pools: [3]"), "pools[0]: must be a mapping");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1}, {name: a, gpus: 1}]"),
+            "pools[1] (a).name: duplicate pool name");
+  EXPECT_EQ(bad("pools: [{name: a, gpuType: [x], gpus: 1}]"),
+            "pools[0] (a).gpuType: must be a string");
+  EXPECT_EQ(bad("pools: [{name: a, nodes: 2}]"),
+            "pools[0] (a): give two of gpus, nodes and gpusPerNode");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 5, nodes: 2}]"),
+            "pools[0] (a).gpus: must be a multiple of nodes");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, startupSeconds: -1}]"),
+            "pools[0] (a).startupSeconds: must be a finite non-negative number");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, capacityType: spot}]"),
+            "pools[0] (a).capacityType: must be OnDemand or Spot, got \"spot\"");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, replacementSeconds: -2}]"),
+            "pools[0] (a).replacementSeconds: must be a finite non-negative number");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, taints: x}]"), "pools[0] (a).taints: must be a list");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, taints: [{key: k, effect: Never}]}]"),
+            "pools[0] (a).taints[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, taints: [{effect: NoSchedule}]}]"),
+            "pools[0] (a).taints[0].key: required, a non-empty string");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, zone: [z]}]"), "pools[0] (a).zone: must be a string");
+  EXPECT_EQ(bad("pools: [{name: a, gpus: 1, interPool: [b]}]"),
+            "pools[0] (a).interPool: must be a mapping from pool name to bandwidth");
+}
+
 TEST(SchedulingTest, HonoursTaintsAndTolerations) {
   json node = {
       {"metadata", {{"name", "n"}, {"labels", {{"pool", "x"}}}}},
