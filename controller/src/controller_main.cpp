@@ -3,6 +3,7 @@
 #if DEPL_TCMALLOC
 #include <gperftools/malloc_extension.h>
 #endif
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -39,9 +40,8 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
   return std::chrono::milliseconds(static_cast<long long>(ms + 0.5));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The allocator's settings for a process of many threads that free each other's objects.
+void tune_allocator() {
 #if DEPL_TCMALLOC
   // tcmalloc lets its threads' caches hold up to 32 MiB of free memory in all. The controller's
   // threads free what others allocated (informers decode, workers drop), and with 10,000 pods
@@ -61,17 +61,27 @@ int main(int argc, char** argv) {
   // The MALLOC_ARENA_MAX environment variable still decides when it is set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) ::mallopt(M_ARENA_MAX, 2);
 #endif
+}
+
+// The flags, and the texts of those that are parsed once CLI11 has read them.
+struct Flags {
   depl::controller::ControllerConfig config;
   std::string log_format = "text";
   std::string rendezvous = "dns";
   bool all_namespaces = false;
-  CLI::App app{"depl-controller: reconciles DependableTrainingJobs (depl.dev/v1alpha1)"};
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  std::string solve_time_budget = "10s";
+  std::string solve_memory_budget = "96Mi";
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  depl::controller::ControllerConfig& config = f.config;
   app.add_option("--kubeconfig", config.kubeconfig,
                  "kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)");
   app.add_option("--context", config.context, "kubeconfig context");
   auto* ns =
       app.add_option("--namespace", config.watch_namespace, "watch jobs in this namespace only");
-  app.add_flag("--all-namespaces", all_namespaces, "watch jobs in every namespace (the default)")
+  app.add_flag("--all-namespaces", f.all_namespaces, "watch jobs in every namespace (the default)")
       ->excludes(ns);
   app.add_option("--metrics-addr", config.metrics_addr, "Prometheus metrics listen address")
       ->capture_default_str();
@@ -85,16 +95,15 @@ int main(int argc, char** argv) {
                "run leader election on a Lease (for more than one replica)");
   app.add_option("--leader-election-namespace", config.leader_election_namespace,
                  "namespace of the Lease (default: POD_NAMESPACE or depl-system)");
-  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
-  app.add_option("--leader-elect-lease-duration", lease_duration,
+  app.add_option("--leader-elect-lease-duration", f.lease_duration,
                  "how long a standby waits, after it last saw the Lease renewed, before taking "
                  "it over (whole seconds in the Lease)")
       ->capture_default_str();
-  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+  app.add_option("--leader-elect-renew-deadline", f.renew_deadline,
                  "the leader stops writing and leading when it could not renew for this long "
                  "(less than the lease duration)")
       ->capture_default_str();
-  app.add_option("--leader-elect-retry-period", retry_period,
+  app.add_option("--leader-elect-retry-period", f.retry_period,
                  "how often the leader renews and a standby tries to acquire (jittered up to "
                  "2.2x for standbys)")
       ->capture_default_str();
@@ -116,65 +125,75 @@ int main(int argc, char** argv) {
                  "namespace of the depl-gpu-catalog ConfigMap");
   app.add_option("--checkpoint-root", config.checkpoint_root,
                  "override spec.checkpoint.path for every job (local dev clusters)");
-  app.add_option("--rendezvous", rendezvous,
+  app.add_option("--rendezvous", f.rendezvous,
                  "how workers find rank 0: dns (a real cluster) or loopback (the dev cluster)")
       ->check(CLI::IsMember({"dns", "loopback"}))
       ->capture_default_str();
   app.add_flag("--gang-scheduling", config.gang_scheduling,
                "gang schedule the workers of multi-worker phases (a PodGroup of the coscheduling "
                "plugin, where served) unless a job's spec.gangScheduling says otherwise");
-  app.add_option("--log-format", log_format, "text or json")
+  app.add_option("--log-format", f.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  std::string solve_time_budget = "10s";
-  std::string solve_memory_budget = "96Mi";
-  app.add_option("--solve-time-budget", solve_time_budget,
+  app.add_option("--solve-time-budget", f.solve_time_budget,
                  "time one solve may take (0s: no limit); past it the job gets the best plan found "
                  "so far, marked budgetLimited in its status")
       ->capture_default_str();
-  app.add_option("--solve-memory-budget", solve_memory_budget,
+  app.add_option("--solve-memory-budget", f.solve_memory_budget,
                  "working memory of one solve, a quantity (0: no limit); up to --workers solves "
                  "run at once")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  if (auto parsed = parse_duration(solve_time_budget)) {
+}
+
+// Parses the flags CLI11 keeps as text (durations, quantities, the rendezvous mode) into the
+// config; the error names the flag.
+std::optional<std::string> apply_flag_texts(Flags& f) {
+  depl::controller::ControllerConfig& config = f.config;
+  if (auto parsed = parse_duration(f.solve_time_budget)) {
     config.solve_time_budget = *parsed;
     // A budget under half a millisecond is one millisecond, not "no limit".
-    const bool nonzero = solve_time_budget.find_first_of("123456789") != std::string::npos;
+    const bool nonzero = f.solve_time_budget.find_first_of("123456789") != std::string::npos;
     if (parsed->count() == 0 && nonzero) config.solve_time_budget = std::chrono::milliseconds(1);
   } else {
-    spdlog::error(
-        "msg=\"cannot start\" error=\"--solve-time-budget {}: want a duration like 10s "
-        "or 500ms\"",
-        solve_time_budget);
-    return 2;
+    return fmt::format("--solve-time-budget {}: want a duration like 10s or 500ms",
+                       f.solve_time_budget);
   }
   // At most 1Ei: any larger number of bytes is no limit in practice and may not fit a size_t.
-  if (auto bytes = depl::parse_quantity(solve_memory_budget);
+  if (auto bytes = depl::parse_quantity(f.solve_memory_budget);
       bytes && *bytes >= 0 && *bytes <= 0x1p60) {
     config.solve_memory_budget = static_cast<std::size_t>(*bytes);
   } else {
-    spdlog::error(
-        "msg=\"cannot start\" error=\"--solve-memory-budget {}: want a quantity like "
-        "96Mi\"",
-        solve_memory_budget);
-    return 2;
+    return fmt::format("--solve-memory-budget {}: want a quantity like 96Mi",
+                       f.solve_memory_budget);
   }
   for (auto [flag, text, out] :
-       {std::tuple{"--leader-elect-lease-duration", &lease_duration, &config.lease_duration},
-        std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &config.renew_deadline},
-        std::tuple{"--leader-elect-retry-period", &retry_period, &config.retry_period}}) {
+       {std::tuple{"--leader-elect-lease-duration", &f.lease_duration, &config.lease_duration},
+        std::tuple{"--leader-elect-renew-deadline", &f.renew_deadline, &config.renew_deadline},
+        std::tuple{"--leader-elect-retry-period", &f.retry_period, &config.retry_period}}) {
     auto parsed = parse_duration(*text);
     if (!parsed || parsed->count() <= 0) {
-      spdlog::error("msg=\"cannot start\" error=\"{} {}: want a duration like 15s or 500ms\"", flag,
-                    *text);
-      return 2;
+      return fmt::format("{} {}: want a duration like 15s or 500ms", flag, *text);
     }
     *out = *parsed;
   }
-  config.rendezvous = rendezvous == "loopback" ? depl::controller::RendezvousMode::Loopback
-                                               : depl::controller::RendezvousMode::Dns;
-  auto formatter = depl::controller::log_formatter(log_format);
+  config.rendezvous = f.rendezvous == "loopback" ? depl::controller::RendezvousMode::Loopback
+                                                 : depl::controller::RendezvousMode::Dns;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tune_allocator();
+  Flags flags;
+  CLI::App app{"depl-controller: reconciles DependableTrainingJobs (depl.dev/v1alpha1)"};
+  add_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (auto bad = apply_flag_texts(flags)) {
+    spdlog::error("msg=\"cannot start\" error=\"{}\"", *bad);
+    return 2;
+  }
+  auto formatter = depl::controller::log_formatter(flags.log_format);
   if (!formatter) {
     spdlog::error("msg=\"cannot start\" error=\"{}\"", formatter.error().message);
     return 2;
@@ -182,7 +201,7 @@ int main(int argc, char** argv) {
   spdlog::set_formatter(std::move(*formatter));
   std::stop_source stop;
   depl::kube::TerminationSignals signals(stop);
-  auto result = depl::controller::run_controller(config, stop.get_token());
+  auto result = depl::controller::run_controller(flags.config, stop.get_token());
   if (!result) {
     spdlog::error("msg=\"cannot start\" error=\"{}\"", result.error().message);
     return 2;
