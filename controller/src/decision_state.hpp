@@ -44,6 +44,9 @@ class DecisionState {
   bool pools_known = false;        // `full` holds the cluster's pools
   bool hold_status = false;        // a short wait for its turn: write no status
   double last_solve_seconds = 0;
+  // Failed workers of the running phase counted from the view's departed pods in this decision
+  // (count_departed_failures): their round restarts as after a failure seen in the caches.
+  int departed_failures = 0;
   solver::Plan launch_plan;  // the plan the PhaseLaunch of this decision points at
 
   void condition(const char* type, bool value, const std::string& reason,
@@ -111,6 +114,10 @@ void record_spent(DecisionState& state, const solver::Plan& plan, const Position
 // round). The view's departed pods count too: a pod deleted before a status write recorded its
 // preemption.
 void count_preemptions(DecisionState& state);
+// Counts the view's departed workers of the running phase that failed on their own before their
+// deletion (departed_pods.hpp keeps them Failed, with no deletionTimestamp) as failures, once per
+// pod, against backoffLimit: their pod went before a status write recorded the failure.
+void count_departed_failures(DecisionState& state);
 // Drives the phase the progress points at: stops leftovers, starts or completes a round,
 // restarts after failures, ends the phase and moves on.
 void run_phase(DecisionState& state);

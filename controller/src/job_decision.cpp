@@ -71,6 +71,7 @@ Decision decide(const JobView& view, const DecideOptions& options) {
   }
   if (state.status.started_at.empty()) state.status.started_at = state.now;
   count_preemptions(state);
+  count_departed_failures(state);
   if (!waits_for_its_turn(state) && look_at_cluster(state) && plan_if_needed(state)) {
     run_phase(state);
   }

@@ -306,12 +306,12 @@ int unreachable_rounds(const ProgressRecord& progress) {
 
 // A worker that could not reach the progress endpoint restarts the phase like a failure, but is
 // not counted against backoffLimit: once per round, in a row while no epoch is recorded.
-void count_unreachable(DecisionState& state, const json& pod) {
-  if (!first_sight(state.status, pod)) return;
+bool count_unreachable(DecisionState& state, const json& pod) {
+  if (!first_sight(state.status, pod)) return false;
   ProgressRecord& progress = state.status.progress;
   const auto& u = progress.unreachable;
   if (u && u->round == progress.round && u->epoch == progress.epoch) {
-    return;  // another rank of a round already counted
+    return true;  // another rank of a round already counted
   }
   const int rounds = unreachable_rounds(progress) + 1;
   progress.unreachable = UnreachableRecord{rounds, progress.epoch, progress.round};
@@ -321,12 +321,13 @@ void count_unreachable(DecisionState& state, const json& pod) {
                           "as a failure ({} of {} such rounds in a row)",
                           json_string(json_member(pod, "metadata"), "name"),
                           kExitProgressUnreachable, rounds, kMaxUnreachableRounds));
+  return true;
 }
 
-// Counts a failed pod once (by uid) and tells of it.
-void count_failure(DecisionState& state, const json& pod) {
+// Counts a failed pod once (by uid) and tells of it; false when it was counted before.
+bool count_failure(DecisionState& state, const json& pod) {
   JobStatus& status = state.status;
-  if (!first_sight(status, pod)) return;
+  if (!first_sight(status, pod)) return false;
   status.progress.failures += 1;
   std::string detail;
   const json& statuses = json_at(pod, {"status", "containerStatuses"});
@@ -341,6 +342,7 @@ void count_failure(DecisionState& state, const json& pod) {
                           "of backoffLimit {})",
                           json_string(json_member(pod, "metadata"), "name"), detail,
                           status.progress.failures, state.backoff_limit()));
+  return true;
 }
 
 // What disrupted a pod that has failed or is terminating (pod_disruption); empty when nothing did.
@@ -412,13 +414,11 @@ void count_preemption(DecisionState& state, const json& pod, const std::string& 
                           record.count, pool, total, status.progress.lost_seconds));
 }
 
-// A Failed pod: a failure, or a worker that could not reach the controller.
-void count_failed(DecisionState& state, const json& pod) {
-  if (exit_code(pod) == kExitProgressUnreachable) {
-    count_unreachable(state, pod);
-  } else {
-    count_failure(state, pod);
-  }
+// A Failed pod: a failure, or a worker that could not reach the controller; false when it was
+// counted before.
+bool count_failed(DecisionState& state, const json& pod) {
+  if (exit_code(pod) == kExitProgressUnreachable) return count_unreachable(state, pod);
+  return count_failure(state, pod);
 }
 
 // The phase has done its epochs: the next phase, the end of the job at its target, more epochs
@@ -481,6 +481,17 @@ void finish_phase(DecisionState& state, const RunningPhase& running,
   if (!busy) complete_phase(state, running);
 }
 
+// The job fails once its failures are past backoffLimit; true when it did.
+bool ends_at_backoff_limit(DecisionState& state, const RunningPhase& running) {
+  const int failures = state.status.progress.failures;
+  const int limit = state.backoff_limit();
+  if (failures <= limit) return false;
+  end_job(state, false, "BackoffLimitExceeded",
+          fmt::format("phase {} failed {} times (backoffLimit {})", running.pos.phase, failures,
+                      limit));
+  return true;
+}
+
 // The round's workers failed, were disrupted, or exited before the phase's last epoch: the phase
 // restarts from its checkpoint in a round of its own, within the spec's limits. A worker ended by
 // a disruption (its node reclaimed, drained or lost; evicted; preempted) is a preemption, not a
@@ -504,13 +515,9 @@ bool end_round(DecisionState& state, const RunningPhase& running,
   }
   const ProgressRecord& progress = state.status.progress;
   const int limit = state.backoff_limit();
+  failed += state.departed_failures;
   if (failed > 0 || preempted > 0) {
-    if (progress.failures > limit) {
-      end_job(state, false, "BackoffLimitExceeded",
-              fmt::format("phase {} failed {} times (backoffLimit {})", running.pos.phase,
-                          progress.failures, limit));
-      return true;
-    }
+    if (ends_at_backoff_limit(state, running)) return true;
     if (const int rounds = unreachable_rounds(progress); rounds >= kMaxUnreachableRounds) {
       end_job(state, false, "ProgressUnreachable",
               fmt::format("the workers of phase {} could not deliver a progress report to {} in "
@@ -575,6 +582,20 @@ void count_preemptions(DecisionState& state) {
   }
 }
 
+void count_departed_failures(DecisionState& state) {
+  const JobStatus& status = state.status;
+  if (!status.plan) return;
+  const auto phase = static_cast<std::size_t>(status.progress.phase);
+  if (status.progress.phase < 0 || phase >= status.plan->phases.size()) return;
+  const PhaseRecord& record = status.plan->phases[phase];
+  for (const auto& pod : state.view.departed_pods) {
+    if (pod_phase(pod) != "Failed" || is_terminating(pod)) continue;
+    if (label_int(pod, kPhaseLabel) != status.progress.phase || !made_for(pod, record)) continue;
+    if (!disruption_of(state, pod).empty()) continue;  // a preemption (count_preemptions)
+    if (count_failed(state, pod)) ++state.departed_failures;
+  }
+}
+
 void run_phase(DecisionState& state) {
   JobStatus& status = state.status;
   RunningPhase running;
@@ -605,6 +626,8 @@ void run_phase(DecisionState& state) {
     return;
   }
   if (current.empty()) {
+    // A departed worker's failure may be the round's only trace.
+    if (state.departed_failures > 0 && ends_at_backoff_limit(state, running)) return;
     start_round(state, running);
     return;
   }

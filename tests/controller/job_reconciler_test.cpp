@@ -92,9 +92,10 @@ struct Fixture {
     return kube::Client(transport, nullptr, options);
   }
 
-  // The pods informer's update: the pod as the cache keeps it.
+  // The pods informer's update: the pod as the cache keeps it, seen by DepartedPods first.
   void cache_pod(json pod) {
     trim_cached_pod(pod);
+    departed.seen(pod);
     pods.apply(object(std::move(pod)));
   }
 
@@ -187,6 +188,82 @@ TEST(JobReconciler, APreemptionWhosePodIsGoneBeforeTheStatusLandsIsCounted) {
   EXPECT_TRUE(f.departed.of(owner, {}).empty()) << "recorded, so no longer kept";
 }
 
+// A worker fails on its own (exit code 1). The reconcile that sees it counts the failure and
+// stops the round, but its status write loses to a progress report's (409 Conflict); by the next
+// reconcile the round's pods are gone: the failed one, and its peer, deleted while it ran, which
+// exited 143 on SIGTERM and so ended Failed too. The failed worker counts against backoffLimit,
+// once; its peer does not. Before, a departed pod counted only as a preemption, and the failure
+// was lost with the pod.
+TEST(JobReconciler, AFailureWhosePodIsGoneBeforeTheStatusLandsIsCounted) {
+  Fixture f;
+  ASSERT_GE(f.worker_pods.size(), 1u);
+  auto terminated = [](json pod, int code) {
+    pod["status"]["phase"] = "Failed";
+    pod["status"]["containerStatuses"] =
+        json::array({{{"name", "worker"}, {"state", {{"terminated", {{"exitCode", code}}}}}}});
+    return pod;
+  };
+  auto deleted = [](json pod) {
+    pod["metadata"]["deletionTimestamp"] = format_rfc3339(fixture::kNow + std::chrono::seconds(30));
+    pod["metadata"]["deletionGracePeriodSeconds"] = 30;
+    return pod;
+  };
+  const json failed = terminated(f.worker_pods[0], 1);
+  f.cache_pod(failed);
+
+  f.conflicts = 1;
+  auto lost = f.reconcile();
+  ASSERT_FALSE(lost.has_value()) << "the status write conflicts";
+  EXPECT_EQ(f.last_status_written()["progress"].value("failures", 0), 1);
+
+  // The reconcile's deletions landed: the failed pod goes, and a peer stopped by SIGTERM ends
+  // Failed (143) once deleted.
+  f.cache_pod(deleted(failed));
+  f.delete_pod(deleted(failed));
+  json peer = f.worker_pods.size() > 1 ? f.worker_pods[1] : json();
+  if (!peer.is_null()) {
+    f.cache_pod(deleted(peer));
+    f.delete_pod(terminated(deleted(peer), 143));
+  }
+  auto counted = f.reconcile();
+  ASSERT_TRUE(counted.has_value()) << counted.error().message;
+  json status = f.last_status_written();
+  EXPECT_EQ(status["progress"].value("failures", 0), 1) << status.dump(1);
+  EXPECT_EQ(status["progress"].value("preemptions", 0), 0);
+  const auto failed_events = std::count_if(
+      f.events.begin(), f.events.end(), [](const auto& e) { return e.reason == "WorkerFailed"; });
+  EXPECT_EQ(failed_events, 1) << "told once: the conflicting reconcile posted nothing";
+  const std::string failed_uid = failed["metadata"]["uid"].get<std::string>();
+  EXPECT_NE(std::find(status["failedPods"].begin(), status["failedPods"].end(), failed_uid),
+            status["failedPods"].end());
+}
+
+// A job whose backoffLimit is 0 fails at the first failure, even when the failed worker's pod is
+// gone before any reconcile saw it Failed from the caches: DepartedPods saw it fail.
+TEST(JobReconciler, ADepartedFailureEndsTheJobPastItsBackoffLimit) {
+  Fixture f;
+  f.job["spec"]["backoffLimit"] = 0;
+  f.jobs.apply(object(f.job));
+  json failed = f.worker_pods[0];
+  failed["status"]["phase"] = "Failed";
+  failed["status"]["containerStatuses"] =
+      json::array({{{"name", "worker"}, {"state", {{"terminated", {{"exitCode", 1}}}}}}});
+  f.departed.seen(failed);  // the update the informer delivered, before the reconcile ran
+  for (const json& pod : f.worker_pods) {
+    if (pod["metadata"]["uid"] == failed["metadata"]["uid"]) {
+      json gone = failed;
+      gone["metadata"]["deletionTimestamp"] = format_rfc3339(fixture::kNow);
+      gone["metadata"]["deletionGracePeriodSeconds"] = 0;
+      f.delete_pod(gone);
+    }
+  }
+  auto ended = f.reconcile();
+  ASSERT_TRUE(ended.has_value()) << ended.error().message;
+  json status = f.last_status_written();
+  EXPECT_EQ(status.value("phase", ""), "Failed") << status.dump(1);
+  EXPECT_EQ(status["progress"].value("failures", 0), 1);
+}
+
 // What DepartedPods keeps: the job's pods that had not succeeded, by uid, stamped deleted when the
 // API server deleted them at once; nothing of other pods; each until the status records it or
 // it expires.
@@ -213,6 +290,7 @@ TEST(DepartedPods, KeepsTheJobsUnfinishedPodsUntilRecordedOrExpired) {
   auto kept = departed.of("uid-quickstart", {});
   ASSERT_EQ(kept.size(), 2u);
   EXPECT_EQ(kept[0]["metadata"]["uid"], "a");
+  EXPECT_FALSE(kept[0]["metadata"].contains("deletionTimestamp")) << "failed, then deleted";
   EXPECT_EQ(kept[1]["metadata"]["uid"], "b");
   EXPECT_EQ(kept[1]["metadata"]["deletionTimestamp"], format_rfc3339(fixture::kNow));
 
@@ -220,6 +298,51 @@ TEST(DepartedPods, KeepsTheJobsUnfinishedPodsUntilRecordedOrExpired) {
   EXPECT_EQ(departed.of("uid-quickstart", {}).size(), 1u) << "a is forgotten, b is not";
   clock.advance(std::chrono::minutes(5));
   EXPECT_TRUE(departed.of("uid-quickstart", {}).empty()) << "expired";
+}
+
+// A worker that failed on its own is kept as it failed (no deletionTimestamp): one seen Failed
+// before its deletion was asked for, whatever its final object says. One deleted while running,
+// which ended Failed on the way (exit 143 on SIGTERM), keeps its deletionTimestamp: ended by its
+// deletion, not failed.
+TEST(DepartedPods, KeepsAWorkerSeenFailedBeforeItsDeletionAsFailed) {
+  FakeClock clock(fixture::kNow);
+  DepartedPods departed(clock);
+  json job = fixture::quickstart_job();
+  job["metadata"]["name"] = "quickstart";
+  auto pod = [&](const std::string& uid, const std::string& phase, bool deleting) {
+    json p{{"metadata",
+            {{"name", "quickstart-p0-" + uid},
+             {"namespace", "default"},
+             {"uid", uid},
+             {"ownerReferences", json::array({owner_reference(job)})}}},
+           {"status", {{"phase", phase}}}};
+    if (deleting) {
+      p["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:30Z";
+      p["metadata"]["deletionGracePeriodSeconds"] = 30;
+    }
+    return p;
+  };
+  departed.seen(pod("failed", "Running", false));
+  departed.seen(pod("failed", "Failed", false));
+  departed.seen(pod("failed", "Failed", true));
+  departed.departed(pod("failed", "Failed", true));
+  departed.seen(pod("stopped", "Running", false));
+  departed.seen(pod("stopped", "Running", true));
+  departed.departed(pod("stopped", "Failed", true));
+
+  auto kept = departed.of("uid-quickstart", {});
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0]["metadata"]["uid"], "failed");
+  EXPECT_FALSE(kept[0]["metadata"].contains("deletionTimestamp"));
+  EXPECT_FALSE(kept[0]["metadata"].contains("deletionGracePeriodSeconds"));
+  EXPECT_EQ(kept[1]["metadata"]["uid"], "stopped");
+  EXPECT_TRUE(kept[1]["metadata"].contains("deletionTimestamp"));
+
+  // Once deleted, a uid is no longer remembered as failed.
+  departed.departed(pod("failed", "Failed", true));
+  auto again = departed.of("uid-quickstart", {"stopped"});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0]["metadata"].contains("deletionTimestamp"));
 }
 
 }  // namespace

@@ -13,6 +13,15 @@
 // it expires (`ttl`; a pod nothing counts, such as one the controller deleted itself, is kept
 // that long), or with its job.
 //
+// A worker that failed on its own (its container exited non-zero, no disruption) and whose pod
+// was deleted before a status write recorded the failure counts against backoffLimit all the
+// same. Its final object cannot say so by itself: a pod deleted while running (the controller
+// stopping a round's peers, a user) also ends Failed when its worker exits 143 on SIGTERM. So the
+// store also follows the pods' updates and remembers the workers it saw Failed with no deletion
+// requested; one of them, or one whose final object is Failed with no deletionTimestamp (the API
+// server deletes a pod that has ended at once), is kept as it was when it failed: Failed, with
+// no deletionTimestamp, which decide() counts as the failure it was.
+//
 // A pod deleted while no controller watched (all replicas down) is not seen at all: holding every
 // worker with a finalizer until its preemption was counted would cover that case too, at the
 // price of a write per pod deletion, and of pods left Terminating whenever the controller is not
@@ -23,6 +32,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -44,9 +54,19 @@ class DepartedPods {
 
   explicit DepartedPods(Clock& clock, Clock::Duration ttl = kDefaultTtl);
 
+  // Per job, the most uids of workers seen Failed that are remembered until their deletion (the
+  // oldest go first): a failed worker is normally deleted when its round restarts.
+  static constexpr std::size_t kMaxFailedSeen = 4096;
+
+  // The pods informer delivered `pod` (added or updated): a worker of a job seen Failed with no
+  // deletionTimestamp is remembered as failed on its own until its deletion.
+  void seen(const nlohmann::json& pod);
+
   // The pods informer delivered the deletion of `pod` (its final object). Kept when a
-  // DependableTrainingJob controls it and it had not succeeded; one without a deletionTimestamp
-  // (deleted at once, grace period 0) gets the time it was seen gone, for it has ended.
+  // DependableTrainingJob controls it and it had not succeeded. A worker that failed before its
+  // deletion was requested (seen() saw it Failed, or its final object is Failed with no
+  // deletionTimestamp) is kept with no deletionTimestamp; any other without one (deleted at
+  // once, grace period 0) gets the time it was seen gone, for it has ended.
   void departed(const nlohmann::json& pod);
 
   // The departed pods of the job with uid `owner` whose uids `recorded` (the job's
@@ -58,8 +78,8 @@ class DepartedPods {
   // The job with uid `owner` is gone.
   void erase(const std::string& owner);
 
-  // Handlers for the pods informer (deletions only). Add them before the controller's, so the
-  // reconcile a deletion starts finds the pod here.
+  // Handlers for the pods informer (additions and updates to seen(), deletions to departed()).
+  // Add them before the controller's, so the reconcile a deletion starts finds the pod here.
   kube::ResourceEventHandlers handlers();
 
  private:
@@ -72,6 +92,9 @@ class DepartedPods {
   Clock::Duration ttl_;
   std::mutex mutex_;
   std::map<std::string, std::vector<Departed>, std::less<>> by_owner_;
+  // Uids of workers seen Failed and not deleted yet, with the order they were seen in.
+  std::map<std::string, std::uint64_t, std::less<>> failed_seen_;
+  std::uint64_t seen_count_ = 0;
 };
 
 }  // namespace depl::controller
