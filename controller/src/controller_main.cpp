@@ -70,6 +70,7 @@ struct Flags {
   std::string rendezvous = "dns";
   bool all_namespaces = false;
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  std::string spot_capacity_wait = "10m";
   std::string solve_time_budget = "10s";
   std::string solve_memory_budget = "96Mi";
 };
@@ -135,6 +136,11 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--log-format", f.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  app.add_option("--spot-capacity-wait", f.spot_capacity_wait,
+                 "the longest a job waits for the spot pool of its running phase to get nodes "
+                 "back after a reclaim took them all, before it is planned without it (0s: at "
+                 "once; a deadline's slack may end the wait sooner)")
+      ->capture_default_str();
   app.add_option("--solve-time-budget", f.solve_time_budget,
                  "time one solve may take (0s: no limit); past it the job gets the best plan found "
                  "so far, marked budgetLimited in its status")
@@ -157,6 +163,12 @@ std::optional<std::string> apply_flag_texts(Flags& f) {
   } else {
     return fmt::format("--solve-time-budget {}: want a duration like 10s or 500ms",
                        f.solve_time_budget);
+  }
+  if (auto parsed = parse_duration(f.spot_capacity_wait)) {
+    config.spot_capacity_wait = std::chrono::ceil<std::chrono::seconds>(*parsed);
+  } else {
+    return fmt::format("--spot-capacity-wait {}: want a duration like 10m or 90s",
+                       f.spot_capacity_wait);
   }
   // At most 1Ei: any larger number of bytes is no limit in practice and may not fit a size_t.
   if (auto bytes = depl::parse_quantity(f.solve_memory_budget);

@@ -3,6 +3,7 @@
 // observed loss (on deviation, or when the plan ran out short of the target).
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 
 #include "decision_state.hpp"
 #include "depl/common/json_fields.hpp"
@@ -125,8 +126,13 @@ void adopt(DecisionState& state, PlanRecord record, const char* reason, int epoc
       fmt::format("plan {}: {}; predicted cost {:.4g}, {:.0f} s, P(target) {:.4f}", record.revision,
                   short_plan(record), record.cost, record.duration_seconds, record.probability);
   if (record.lower_bound && record.cost > 0) {
-    summary += fmt::format("; within {:.2f}% of the least possible cost",
-                           100 * (record.cost - *record.lower_bound) / record.cost);
+    // The certificate bounds the least possible cost from below; the gap is the share of this
+    // plan's cost the bound leaves unexplained (status.plan.predicted.gap), not how much dearer
+    // than the cheapest plan this one is.
+    summary += fmt::format(
+        "; the least possible cost is at least {:.4g} (certified gap {:.2f}% "
+        "of this plan's cost)",
+        *record.lower_bound, 100 * (record.cost - *record.lower_bound) / record.cost);
   }
   if (record.budget_limited) summary += "; the solve's budget ran out: the best plan found by then";
   status.plan = std::move(record);
@@ -280,6 +286,115 @@ bool replan_rest(DecisionState& state, const PlanRecord& plan, const solver::Pla
   return true;
 }
 
+// The seconds the job has waited for spot capacity in all: the earlier waits and the running one
+// up to `now`.
+double capacity_waited_seconds(const CapacityWaitRecord& wait,
+                               std::chrono::system_clock::time_point now) {
+  return wait.waited_seconds + (wait.since.empty() ? 0.0 : seconds_since(wait.since, now));
+}
+
+// Waiting for spot capacity. The running phase's pool is a spot pool that discovery no longer
+// finds (its nodes were reclaimed, or are tainted for reclaim or not Ready): the cloud's autoscaler
+// (Karpenter, the cluster autoscaler, a managed node group) normally replaces reclaimed nodes
+// within minutes, and planning without the pool at once would move the job off its cheapest
+// capacity, or leave it Infeasible when that pool was all it could use. So the job waits for the
+// pool while both hold:
+// - the wait has lasted less than --spot-capacity-wait (DecideOptions::spot_capacity_wait);
+// - with a deadline, the plan in force still fits in what is left of it: the time waited (for
+//   spot capacity and for admission, which count against the deadline) plus the plan's
+//   predicted duration is within the deadline.
+// Meanwhile the job is Pending with Running=False (WaitingForSpotCapacity), status.capacityWait
+// says since when and for which pool, and an Event tells of the wait once. Once the pool has a
+// node the wait ends (SpotCapacityBack) and the round starts again there; once either bound is
+// reached it ends too (SpotCapacityWaitOver) and the job is planned without the pool, as for any
+// pool that is gone, once per wait (a job that then has no feasible plan is Infeasible until the
+// pool comes back). `may_wait`: nothing else asks for a plan (the spec did not change, no re-plan
+// was asked for). True while the job waits.
+bool waits_for_spot_capacity(DecisionState& state, const PlanRecord& plan, bool may_wait) {
+  JobStatus& status = state.status;
+  if (plan.phases.empty()) return false;
+  const Position pos = position_of(plan, status.progress);
+  const PhaseRecord& phase = plan.phases[pos.phase];
+  const bool missing = state.vanished.count(phase.pool) > 0 && pos.done_in_phase < phase.epochs;
+  CapacityWaitRecord wait = status.capacity_wait.value_or(CapacityWaitRecord{});
+  const auto now = state.view.now;
+  // A wait that runs ends when the pool has nodes again or the phase runs elsewhere.
+  if (!wait.since.empty() && (!missing || wait.pool != phase.pool)) {
+    const double waited = seconds_since(wait.since, now);
+    if (!missing && wait.pool == phase.pool) {
+      state.event("Normal", "SpotCapacityBack",
+                  fmt::format("pool {} has nodes again after {:.0f}s: phase {} resumes there from "
+                              "epoch {}",
+                              wait.pool, waited, pos.phase, status.progress.epoch));
+    }
+    wait.waited_seconds += waited;
+    wait.since.clear();
+  }
+  if (!missing || wait.pool != phase.pool) {
+    wait.replanned = false;
+    if (wait.since.empty()) wait.pool.clear();
+  }
+  if (status.capacity_wait || !wait.pool.empty()) status.capacity_wait = wait;
+  if (!missing || !may_wait) return false;
+  auto figures = status.pool_figures.find(phase.pool);
+  if (figures == status.pool_figures.end() ||
+      figures->second.capacity_type != solver::CapacityType::Spot) {
+    return false;
+  }
+  if (wait.pool == phase.pool && wait.replanned) return false;  // planned without it already
+
+  const double elapsed = wait.since.empty() ? 0.0 : seconds_since(wait.since, now);
+  const auto most = static_cast<double>(state.options.spot_capacity_wait.count());
+  double left = most - elapsed;
+  std::string bound = fmt::format("at most {:.0f}s (--spot-capacity-wait)", most);
+  // The deadline already has every wait so far taken from it (look_at_cluster).
+  if (const auto& deadline = state.full.target.deadline_seconds) {
+    const double slack = *deadline - plan.duration_seconds;
+    if (slack < left) {
+      left = slack;
+      bound = fmt::format("the deadline's slack: {:.0f}s left of it for the plan's {:.0f}s",
+                          *deadline, plan.duration_seconds);
+    }
+  }
+  if (left <= 0) {
+    const double waited = wait.since.empty() ? 0.0 : elapsed;
+    state.event("Warning", "SpotCapacityWaitOver",
+                fmt::format("pool {} of phase {} has had no node for {:.0f}s ({}): planning "
+                            "without it",
+                            phase.pool, pos.phase, waited, bound));
+    wait.pool = phase.pool;
+    wait.waited_seconds += waited;
+    wait.since.clear();
+    wait.replanned = true;
+    status.capacity_wait = wait;
+    return false;
+  }
+  if (wait.since.empty()) {
+    wait.pool = phase.pool;
+    wait.since = state.now;
+    state.event("Normal", "WaitingForSpotCapacity",
+                fmt::format("pool {} of phase {} has no node (its spot capacity was reclaimed): "
+                            "waiting up to {:.0f}s for it to come back ({}), then planning "
+                            "without it",
+                            phase.pool, pos.phase, left, bound));
+  }
+  status.capacity_wait = wait;
+  const std::string why = fmt::format(
+      "pool {} has no node since {}; waiting for it {:.0f}s more ({}), then planning "
+      "without it",
+      phase.pool, wait.since, left, bound);
+  state.set_phase(phases::kPending,
+                  fmt::format("phase {}/{}: {} on {} ({} workers), epoch {}: waiting for spot "
+                              "capacity: {}",
+                              pos.phase + 1, plan.phases.size(), phase.model, phase.pool,
+                              phase.workers, status.progress.epoch, why));
+  state.condition(conditions::kRunning, false, "WaitingForSpotCapacity", why);
+  const auto until = std::chrono::seconds(static_cast<long>(std::ceil(left)));
+  auto& requeue = state.decision.requeue_after;
+  if (!requeue || *requeue > until) requeue = until;
+  return true;
+}
+
 }  // namespace
 
 bool waits_for_its_turn(DecisionState& state) {
@@ -324,11 +439,15 @@ bool look_at_cluster(DecisionState& state) {
   }
   state.full = std::move(*full);
   state.pools_known = true;
-  // Time spent waiting for admission counts against the deadline: the plans fit in what is left
-  // of it.
-  if (auto& deadline = state.full.target.deadline_seconds; deadline && state.status.queue) {
-    const double queued = queued_seconds(*state.status.queue, view.now);
-    if (queued > 0) deadline = std::max(*deadline - queued, 1e-3);
+  // Time spent waiting for admission or for spot capacity counts against the deadline: the plans
+  // fit in what is left of it.
+  if (auto& deadline = state.full.target.deadline_seconds) {
+    double waited = 0;
+    if (state.status.queue) waited += queued_seconds(*state.status.queue, view.now);
+    if (state.status.capacity_wait) {
+      waited += capacity_waited_seconds(*state.status.capacity_wait, view.now);
+    }
+    if (waited > 0) deadline = std::max(*deadline - waited, 1e-3);
   }
   return true;
 }
@@ -360,6 +479,10 @@ bool plan_if_needed(DecisionState& state) {
     const bool keeps_plan = plan && solver_plan && !pool_lost;
     past_solver_limits(state, keeps_plan);
     return keeps_plan;
+  }
+  if (plan && solver_plan &&
+      waits_for_spot_capacity(state, *plan, !spec_changed && !status.replan_requested)) {
+    return false;
   }
   if (!plan || !solver_plan || spec_changed || status.replan_requested || pool_lost) {
     // A plan is needed: none yet, the spec changed, a pool it uses is gone, or asked for.

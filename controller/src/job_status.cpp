@@ -34,10 +34,10 @@ double number_or(const json& object, const char* key, double fallback = 0) {
 
 // The keys encode_status writes; everything else is kept in JobStatus::unknown.
 constexpr const char* kKnownKeys[] = {
-    "phase",      "message",     "observedGeneration", "startedAt",       "finishedAt",
-    "conditions", "plan",        "plannedAtEpoch",     "replanRequested", "progress",
-    "failedPods", "poolFigures", "preemptions",        "progressToken",   "queue",
-    "display"};
+    "phase",        "message",     "observedGeneration", "startedAt",       "finishedAt",
+    "conditions",   "plan",        "plannedAtEpoch",     "replanRequested", "progress",
+    "failedPods",   "poolFigures", "preemptions",        "progressToken",   "queue",
+    "capacityWait", "display"};
 
 // status.display: the figures `kubectl get` and `kubectl describe` show, as text rounded for
 // people (display_loss, display_probability, display_cost). Written from the full-precision
@@ -268,6 +268,9 @@ JobStatus decode_status(const json& status) {
   }
   out.progress_token = decode_progress_token(json_member(status, "progressToken"));
   if (json_member(status, "queue").is_object()) out.queue = queue_from_json(status);
+  if (json_member(status, "capacityWait").is_object()) {
+    out.capacity_wait = capacity_wait_from_json(status);
+  }
   for (const auto& [key, value] : status.items()) {
     if (std::find_if(std::begin(kKnownKeys), std::end(kKnownKeys),
                      [&](const char* known) { return key == known; }) == std::end(kKnownKeys)) {
@@ -306,6 +309,7 @@ json encode_status(const JobStatus& s) {
   }
   if (s.progress_token) out["progressToken"] = to_json(*s.progress_token);
   if (s.queue) out["queue"] = to_json(*s.queue);
+  if (s.capacity_wait) out["capacityWait"] = to_json(*s.capacity_wait);
   if (json display = encode_display(s); !display.empty()) out["display"] = std::move(display);
   return out;
 }
@@ -405,6 +409,28 @@ QueueRecord queue_from_json(const json& status) {
   }
   q.replanned = json_bool(queue, "replanned").value_or(false);
   return q;
+}
+
+json to_json(const CapacityWaitRecord& wait) {
+  json out = json::object();
+  if (!wait.pool.empty()) out["pool"] = wait.pool;
+  if (!wait.since.empty()) out["since"] = wait.since;
+  out["waitedSeconds"] = wait.waited_seconds;
+  if (wait.replanned) out["replanned"] = true;
+  return out;
+}
+
+CapacityWaitRecord capacity_wait_from_json(const json& status) {
+  CapacityWaitRecord w;
+  const json& wait = json_member(status, "capacityWait");
+  w.pool = json_string(wait, "pool");
+  w.since = json_string(wait, "since");
+  if (!parse_rfc3339(w.since)) w.since.clear();
+  if (auto waited = json_number(wait, "waitedSeconds"); waited && *waited >= 0) {
+    w.waited_seconds = *waited;
+  }
+  w.replanned = json_bool(wait, "replanned").value_or(false);
+  return w;
 }
 
 std::optional<bool> condition_status(const json& status, const std::string& type) {

@@ -206,6 +206,7 @@ void ControllerManager::wire_controller() {
   options.decide.checkpoint_root = config_.checkpoint_root;
   options.decide.rendezvous = config_.rendezvous;
   options.decide.gang_scheduling = config_.gang_scheduling;
+  options.decide.spot_capacity_wait = config_.spot_capacity_wait;
   options.decide.pool_defaults = {config_.default_bandwidth, config_.default_storage_bandwidth};
   options.decide.progress_url = advertised_progress_url_;
   options.decide.solve.budget.time = config_.solve_time_budget;

@@ -107,8 +107,11 @@ TEST(JobDecision, ThePlanCarriesItsLowerBoundAndWhetherTheBudgetRanOut) {
   EXPECT_DOUBLE_EQ(predicted["gap"].get<double>(),
                    (cost - predicted["lowerBound"].get<double>()) / cost);
   EXPECT_EQ((*d.status)["plan"]["budgetLimited"], false);
-  EXPECT_NE(condition_message(*d.status, "Planned").find("of the least possible cost"),
-            std::string::npos);
+  EXPECT_NE(condition_message(*d.status, "Planned")
+                .find(fmt::format("the least possible cost is at least {:.4g} (certified gap",
+                                  predicted["lowerBound"].get<double>())),
+            std::string::npos)
+      << condition_message(*d.status, "Planned");
   const PlanRecord record = *plan_from_json(*d.status);
   EXPECT_EQ(record.lower_bound, predicted["lowerBound"].get<double>());
   EXPECT_FALSE(record.budget_limited);
@@ -988,6 +991,174 @@ TEST(JobDecision, RepeatedReclaimsMoveThePlanOffSpot) {
   EXPECT_EQ(stated.pools_ahead[2], (std::vector<std::string>{"spot", "spot"}));
   EXPECT_EQ(stated.planned_rate[2], 0.5);
   EXPECT_EQ(stated.raised, 0);
+}
+
+// A job planned on the spot pool (no deadline), epoch 2 recorded; then a reclaim takes every
+// node of the pool: the workers are disrupted and the nodes gone from the view. Returns the view
+// after the decision that saw it, and that decision.
+struct SpotPoolGone {
+  JobView v;
+  Decision d;
+  std::vector<json> spot_nodes;  // the pool's nodes, to bring back
+};
+
+SpotPoolGone reclaim_whole_spot_pool(const DecideOptions& opts,
+                                     std::optional<double> deadline_slack = std::nullopt) {
+  SpotPoolGone out{view_with_spot_pool(0.5), {}, {}};
+  JobView& v = out.v;
+  apply(v, decide(v, opts));
+  EXPECT_EQ(pools_ahead(v.job["status"]), (std::vector<std::string>{"spot", "spot"}))
+      << v.job["status"]["plan"].dump();
+  v.now += std::chrono::minutes(2);
+  report(v, 2, 1.5);
+  apply(v, decide(v, opts));
+  if (deadline_slack) {
+    // A deadline the plan in force keeps with this slack (not a spec change: the generation
+    // stays).
+    v.job["spec"]["target"]["deadlineSeconds"] =
+        v.job["status"]["plan"]["predicted"]["durationSeconds"].get<double>() + *deadline_slack;
+  }
+  std::vector<json> kept;
+  for (const auto& n : v.nodes) {
+    if ((*n)["metadata"]["labels"]["depl.dev/pool"] == "spot") {
+      out.spot_nodes.push_back(*n);
+    } else {
+      kept.push_back(*n);
+    }
+  }
+  v.nodes = fixture::shared(std::move(kept));
+  v.now += std::chrono::seconds(10);
+  for (auto& pod : v.owned_pods) {
+    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
+    pod["status"]["phase"] = "Failed";
+    pod["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
+  }
+  out.d = decide(v, opts);
+  apply(v, out.d);
+  std::erase_if(v.owned_pods,
+                [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
+  return out;
+}
+
+// A reclaim that takes every node of the running phase's spot pool leaves the job waiting for the
+// pool, not re-planned onto the on-demand pool beside it nor Infeasible: Pending with
+// Running=False (WaitingForSpotCapacity), status.capacityWait naming the pool and since when, an
+// Event once, a requeue at the end of the wait, the plan in force unchanged. When the pool has a
+// node again the round starts there from the epoch reached, and the wait is added up. Before, the
+// job was re-planned at once onto on-demand (or Infeasible where spot was all it had).
+TEST(JobDecision, AJobWaitsForItsReclaimedSpotPoolAndResumesThere) {
+  SpotPoolGone gone = reclaim_whole_spot_pool(options());
+  JobView& v = gone.v;
+  const Decision& d = gone.d;
+  ASSERT_TRUE(d.status);
+  const json& status = *d.status;
+  EXPECT_TRUE(has_event(d, "WorkerPreempted"));
+  EXPECT_TRUE(has_event(d, "WaitingForSpotCapacity"));
+  EXPECT_FALSE(has_event(d, "Replanned"));
+  EXPECT_FALSE(has_event(d, "Infeasible"));
+  EXPECT_EQ(status["phase"], "Pending") << status.dump(1);
+  EXPECT_EQ(fixture::condition_field(status, "Running", "reason"), "WaitingForSpotCapacity");
+  EXPECT_EQ(fixture::condition_field(status, "Planned", "status"), "True");
+  EXPECT_EQ(status["plan"]["revision"], 1);
+  EXPECT_EQ(status["capacityWait"]["pool"], "spot");
+  EXPECT_EQ(status["capacityWait"]["since"], format_rfc3339(v.now));
+  EXPECT_NE(status.value("message", "").find("waiting for spot capacity"), std::string::npos)
+      << status.value("message", "");
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_EQ(*d.requeue_after, std::chrono::seconds(600));
+  EXPECT_TRUE(d.create.empty());
+
+  // Five minutes on, still waiting: nothing told again, the requeue at what is left.
+  v.now += std::chrono::minutes(5);
+  Decision later = decide(v, options());
+  EXPECT_FALSE(has_event(later, "WaitingForSpotCapacity"));
+  EXPECT_FALSE(has_event(later, "Replanned"));
+  ASSERT_TRUE(later.requeue_after.has_value());
+  EXPECT_EQ(*later.requeue_after, std::chrono::seconds(300));
+  apply(v, later);
+
+  // The replacement registers: the round starts again on spot at the epoch reached.
+  std::vector<json> nodes;
+  for (const auto& n : v.nodes) nodes.push_back(*n);
+  for (const auto& n : gone.spot_nodes) nodes.push_back(n);
+  v.nodes = fixture::shared(std::move(nodes));
+  v.now += std::chrono::seconds(20);
+  Decision back = decide(v, options());
+  EXPECT_TRUE(has_event(back, "SpotCapacityBack"));
+  EXPECT_FALSE(has_event(back, "Replanned"));
+  ASSERT_FALSE(back.create.empty());
+  for (const auto& pod : back.create) {
+    if (pod["kind"] != "Pod") continue;
+    EXPECT_EQ(pod["spec"]["nodeSelector"]["depl.dev/pool"], "spot");
+  }
+  ASSERT_TRUE(back.status);
+  EXPECT_EQ((*back.status)["phase"], "Running");
+  EXPECT_FALSE((*back.status)["capacityWait"].contains("since"));
+  EXPECT_DOUBLE_EQ((*back.status)["capacityWait"]["waitedSeconds"].get<double>(), 320.0);
+}
+
+// The wait ends at --spot-capacity-wait: the job is planned without the pool (onto on demand
+// here), once, continuing from the epoch reached.
+TEST(JobDecision, ASpotCapacityWaitEndsAtItsLimitAndTheJobMoves) {
+  DecideOptions opts = options();
+  opts.spot_capacity_wait = std::chrono::seconds(120);
+  SpotPoolGone gone = reclaim_whole_spot_pool(opts);
+  JobView& v = gone.v;
+  EXPECT_TRUE(has_event(gone.d, "WaitingForSpotCapacity"));
+  ASSERT_TRUE(gone.d.requeue_after.has_value());
+  EXPECT_EQ(*gone.d.requeue_after, std::chrono::seconds(120));
+  v.now += std::chrono::seconds(120);
+  Decision over = decide(v, opts);
+  EXPECT_TRUE(has_event(over, "SpotCapacityWaitOver"));
+  EXPECT_TRUE(has_event(over, "Replanned"));
+  ASSERT_TRUE(over.status);
+  for (const auto& pool : pools_ahead(*over.status)) EXPECT_NE(pool, "spot");
+  EXPECT_TRUE((*over.status)["capacityWait"].value("replanned", false));
+  apply(v, over);
+  Decision next = decide(v, opts);
+  EXPECT_FALSE(has_event(next, "WaitingForSpotCapacity"));
+  EXPECT_FALSE(has_event(next, "SpotCapacityWaitOver"));
+  ASSERT_FALSE(next.create.empty()) << "the rest runs on demand";
+}
+
+// With a deadline, the wait lasts no longer than the plan in force can afford: the deadline's
+// slack (90 s here) ends it before --spot-capacity-wait does.
+TEST(JobDecision, ASpotCapacityWaitEndsWhenTheDeadlinesSlackIsUsedUp) {
+  SpotPoolGone gone = reclaim_whole_spot_pool(options(), /*deadline_slack=*/90);
+  JobView& v = gone.v;
+  EXPECT_TRUE(has_event(gone.d, "WaitingForSpotCapacity"));
+  ASSERT_TRUE(gone.d.requeue_after.has_value());
+  EXPECT_LE(*gone.d.requeue_after, std::chrono::seconds(90));
+  EXPECT_GT(*gone.d.requeue_after, std::chrono::seconds(0));
+  v.now += *gone.d.requeue_after;
+  Decision over = decide(v, options());
+  EXPECT_TRUE(has_event(over, "SpotCapacityWaitOver"));
+  EXPECT_FALSE(has_event(over, "WaitingForSpotCapacity"));
+}
+
+// A spot pool that is all the job can use: its reclaim leaves the job waiting, not Infeasible.
+TEST(JobDecision, AJobWhoseOnlyPoolIsReclaimedWaitsInsteadOfTurningInfeasible) {
+  DecideOptions opts = options();
+  JobView v = view_with_spot_pool(0.5);
+  std::vector<json> spot_only;
+  for (const auto& n : v.nodes) {
+    if ((*n)["metadata"]["labels"]["depl.dev/pool"] == "spot") spot_only.push_back(*n);
+  }
+  v.nodes = fixture::shared(spot_only);
+  apply(v, decide(v, opts));
+  report(v, 2, 1.5);
+  apply(v, decide(v, opts));
+  v.nodes = fixture::shared({});
+  v.now += std::chrono::seconds(10);
+  for (auto& pod : v.owned_pods) {
+    pod["metadata"]["deletionTimestamp"] = format_rfc3339(v.now);
+    pod["status"]["conditions"] = json::array({disruption_target("EvictionByEvictionAPI")});
+  }
+  Decision d = decide(v, opts);
+  EXPECT_TRUE(has_event(d, "WaitingForSpotCapacity"));
+  EXPECT_FALSE(has_event(d, "Infeasible"));
+  ASSERT_TRUE(d.status);
+  EXPECT_NE(fixture::condition_field(*d.status, "Planned", "reason"), "Infeasible");
 }
 
 TEST(JobDecision, SuspendStopsWorkersAndResumeReplans) {

@@ -221,6 +221,7 @@ void ControllerE2e::start_controller(std::uint16_t progress_port) {
   // there: the nodes' annotations hold the figures.
   cc.catalog_namespace = kControllerNamespace;
   cc.solve = solve_;
+  if (spot_capacity_wait_) cc.spot_capacity_wait = *spot_capacity_wait_;
   controller_ = std::jthread([this, cc, stop = controller_stop_.get_token()] {
     auto ran =
         controller::run_controller(cc, stop, [this](const controller::ControllerEndpoints& e) {

@@ -124,6 +124,8 @@ class ControllerE2e : public ::testing::Test {
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<PodRecorder> pods_;
   controller::SolveFunction solve_;
+  // The controller's --spot-capacity-wait when set (before start_controller).
+  std::optional<std::chrono::seconds> spot_capacity_wait_;
   fs::path work_dir_;
 
  private:

@@ -254,6 +254,92 @@ TEST_F(ControllerE2e, ReclaimsBeyondTheStatedRateMoveThePlanOntoOnDemand) {
   EXPECT_THAT(pods_->violations(), IsEmpty());
 }
 
+// A reclaim takes the only node of the spot pool the job runs on; the replacement registers 3 s
+// later. The job waits for it (WaitingForSpotCapacity: status.capacityWait names the pool), is
+// neither re-planned onto the on-demand pool beside it nor Infeasible, resumes on the replacement
+// from the epoch reached (SpotCapacityBack), and succeeds with one preemption and no failure;
+// every worker ran on spot. Before, the job was re-planned onto on demand as soon as the spot node
+// was tainted.
+TEST_F(ControllerE2e, AJobWaitsForItsSpotPoolsReplacementNodeAndResumesThere) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-spot-single.yaml"));
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "waits", 0.3));
+  json job = wait_job(
+      "waits", [](const json& j) { return progress_epoch(j) >= 2; }, "two epochs");
+  ASSERT_EQ(pools_ahead(job), (std::vector<std::string>{"spot", "spot"}))
+      << job["status"]["plan"].dump(1);
+  std::string node;
+  for (const auto& pod : pods_of("waits")) {
+    if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+    node = pod.value("spec", json::object()).value("nodeName", "");
+  }
+  ASSERT_EQ(node.rfind("spot-", 0), 0u) << node;
+  devcluster::DevCluster::ReclaimOptions options;
+  options.notice = std::chrono::seconds(10);
+  options.replacement_after = std::chrono::seconds(3);
+  auto reclaimed = cluster_->reclaim_node(node, options);
+  ASSERT_TRUE(reclaimed) << reclaimed.error().message;
+  EXPECT_TRUE(wait_until([&] { return has_event("waits", "WaitingForSpotCapacity"); }));
+  EXPECT_TRUE(wait_until([&] { return has_event("waits", "SpotCapacityBack"); }));
+  const json done = wait_succeeded("waits");
+  const json& status = done["status"];
+  EXPECT_EQ(status["progress"].value("failures", 0), 0);
+  EXPECT_EQ(preemptions(done), 1) << status.dump(1);
+  // Re-plans on deviation or at the observed rate may refresh the plan; none leaves spot.
+  for (const auto& phase : status["plan"]["phases"]) {
+    EXPECT_EQ(phase.value("pool", ""), "spot") << status.dump(1);
+  }
+  EXPECT_FALSE(has_event("waits", "Infeasible"));
+  EXPECT_FALSE(has_event("waits", "SpotCapacityWaitOver"));
+  const json wait = status.value("capacityWait", json::object());
+  EXPECT_FALSE(wait.contains("since")) << status.dump(1);
+  EXPECT_GT(wait.value("waitedSeconds", 0.0), 0.0);
+  for (const auto& pod : pods_->created_for("waits")) {
+    EXPECT_EQ(pod["spec"]["nodeSelector"].value("depl.dev/pool", ""), "spot");
+  }
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+// The same reclaim with no replacement, and --spot-capacity-wait 2s: the job waits 2 s, then is
+// planned without the pool (SpotCapacityWaitOver, Replanned) and the rest runs on demand from
+// where it was, and succeeds.
+TEST_F(ControllerE2e, AJobWhoseSpotPoolStaysEmptyMovesOnDemandAfterTheWait) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster("pools-spot-single.yaml"));
+  spot_capacity_wait_ = std::chrono::seconds(2);
+  ASSERT_NO_FATAL_FAILURE(start_controller());
+  create_job(job_from("job.yaml", "gives-up", 0.3));
+  json job = wait_job(
+      "gives-up", [](const json& j) { return progress_epoch(j) >= 2; }, "two epochs");
+  ASSERT_EQ(pools_ahead(job), (std::vector<std::string>{"spot", "spot"}))
+      << job["status"]["plan"].dump(1);
+  std::string node;
+  for (const auto& pod : pods_of("gives-up")) {
+    if (pod_terminal(pod) || pod["metadata"].contains("deletionTimestamp")) continue;
+    node = pod.value("spec", json::object()).value("nodeName", "");
+  }
+  ASSERT_EQ(node.rfind("spot-", 0), 0u) << node;
+  devcluster::DevCluster::ReclaimOptions options;
+  options.notice = std::chrono::seconds(10);
+  options.replacement_after = std::chrono::milliseconds(-1);
+  auto reclaimed = cluster_->reclaim_node(node, options);
+  ASSERT_TRUE(reclaimed) << reclaimed.error().message;
+  EXPECT_TRUE(wait_until([&] { return has_event("gives-up", "WaitingForSpotCapacity"); }));
+  EXPECT_TRUE(wait_until([&] { return has_event("gives-up", "SpotCapacityWaitOver"); }));
+  const json done = wait_succeeded("gives-up");
+  EXPECT_EQ(done["status"]["progress"].value("failures", 0), 0);
+  EXPECT_EQ(preemptions(done), 1);
+  EXPECT_TRUE(has_event("gives-up", "Replanned"));
+  for (const auto& pool : pools_ahead(done)) EXPECT_NE(pool, "spot");
+  bool ran_on_demand = false;
+  for (const auto& pod : pods_->created_for("gives-up")) {
+    if (pod["spec"]["nodeSelector"].value("depl.dev/pool", "") != "ondemand") continue;
+    ran_on_demand = true;
+    EXPECT_NE(pod_env(pod, "DEPL_START_EPOCH"), json("0"));
+  }
+  EXPECT_TRUE(ran_on_demand);
+  EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
 TEST_F(ControllerE2e, ControllerRestartedMidPhaseCreatesNoDuplicatePodsAndTheJobCompletes) {
   ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml"));
   ASSERT_NO_FATAL_FAILURE(start_controller());

@@ -83,6 +83,10 @@ struct DecideOptions {
   // there, in interruptions (interruption_rate.hpp): the rate a job plans with is the posterior
   // mean of a Gamma prior with the stated mean and this shape. 0 plans with the stated rate only.
   double interruption_prior_events = 2.0;
+  // The longest a job waits for the spot pool of its running phase to get nodes back after a
+  // reclaim took them all, before it is planned without the pool (a deadline's slack may end
+  // the wait sooner: job_planning.cpp). 0 re-plans at once.
+  std::chrono::seconds spot_capacity_wait{600};
   // A job that waits for its turn at placement says so in its status only once it has existed
   // this long: one of a thousand jobs applied at once usually gets its turn sooner, and a
   // status write for each would hold back the placements the burst is waiting for.

@@ -123,6 +123,18 @@ struct QueueRecord {
   friend bool operator==(const QueueRecord&, const QueueRecord&) = default;
 };
 
+// status.capacityWait: the job's waits for a spot pool of its running phase to get nodes back
+// after a reclaim took them all (job_planning.cpp, "waiting for spot capacity").
+struct CapacityWaitRecord {
+  std::string pool;           // the pool the running wait is for ("" when none runs)
+  std::string since;          // RFC 3339: the running wait started then ("": none runs)
+  double waited_seconds = 0;  // the earlier waits, in total
+  // The running wait is over: the job was planned without the pool; it is not waited for again
+  // until it has had nodes.
+  bool replanned = false;
+  friend bool operator==(const CapacityWaitRecord&, const CapacityWaitRecord&) = default;
+};
+
 inline constexpr std::size_t kMaxHistory = 200;
 // Failed pods whose failure was counted (by uid), so one seen again is not counted twice.
 inline constexpr std::size_t kMaxCountedFailures = 50;
@@ -191,6 +203,7 @@ struct JobStatus {
   // workers on.
   std::optional<ProgressTokenRecord> progress_token;
   std::optional<QueueRecord> queue;                   // from the first wait for admission on
+  std::optional<CapacityWaitRecord> capacity_wait;    // from the first wait for spot capacity on
   nlohmann::json unknown = nlohmann::json::object();  // keys this version does not know
   friend bool operator==(const JobStatus&, const JobStatus&) = default;
 
@@ -222,11 +235,14 @@ bool set_condition(JobStatus& status, const std::string& type, bool value,
 nlohmann::json to_json(const PlanRecord& plan);
 nlohmann::json to_json(const ProgressRecord& progress);
 nlohmann::json to_json(const QueueRecord& queue);
+nlohmann::json to_json(const CapacityWaitRecord& wait);
 // Parts of a status JSON, read as decode_status reads them.
 std::optional<PlanRecord> plan_from_json(const nlohmann::json& status);
 ProgressRecord progress_from_json(const nlohmann::json& status);
 // status.queue; a record with nothing in it when absent.
 QueueRecord queue_from_json(const nlohmann::json& status);
+// status.capacityWait; a record with nothing in it when absent.
+CapacityWaitRecord capacity_wait_from_json(const nlohmann::json& status);
 std::optional<bool> condition_status(const nlohmann::json& status, const std::string& type);
 
 // PlanRecord <-> solver::Plan against a Problem; a name the Problem lacks is an error.

@@ -47,6 +47,8 @@ struct ControllerConfig {
   RendezvousMode rendezvous = RendezvousMode::Dns;
   // Gang scheduling for jobs that do not set spec.gangScheduling (gang_scheduling.hpp).
   bool gang_scheduling = false;
+  // The longest a job waits for its spot pool's nodes to come back (DecideOptions).
+  std::chrono::seconds spot_capacity_wait{600};
   double default_bandwidth = 1.25e9;
   double default_storage_bandwidth = 2.5e8;
   // Each solve's budget (0: no limit). With `workers` solves at once the defaults fit the
