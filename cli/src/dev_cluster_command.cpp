@@ -30,6 +30,7 @@ struct DevClusterArgs {
   std::string work_dir;
   bool kueue_pod_webhook = false;
   bool coscheduling = false;
+  bool workload_scheduling = false;
 };
 
 // Finds `name` the way execvp would, so a bad --image-map fails now, not when a pod starts.
@@ -61,6 +62,7 @@ int run_dev_cluster(const DevClusterArgs& args) {
   options.insecure_http = args.insecure_http;
   options.kueue_pod_webhook = args.kueue_pod_webhook;
   options.coscheduling = args.coscheduling;
+  options.workload_scheduling = args.workload_scheduling;
   options.kubeconfig_path = args.kubeconfig_out;
   options.work_dir = args.work_dir;
   if (!std::isfinite(args.pod_seconds)) {
@@ -136,6 +138,9 @@ void add_dev_cluster_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--coscheduling", args->coscheduling,
                 "Serve the PodGroup API (scheduling.x-k8s.io/v1alpha1) and bind the pods of a "
                 "PodGroup all or nothing, as the coscheduling plugin does");
+  cmd->add_flag("--workload-scheduling", args->workload_scheduling,
+                "Serve Kubernetes' Workload and PodGroup API (scheduling.k8s.io/v1beta1) and bind "
+                "the pods naming a gang PodGroup all or nothing, as kube-scheduler does");
   cmd->callback([args, &exit_code] { exit_code = run_dev_cluster(*args); });
 }
 

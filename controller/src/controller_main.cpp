@@ -131,8 +131,9 @@ void add_flags(CLI::App& app, Flags& f) {
       ->check(CLI::IsMember({"dns", "loopback"}))
       ->capture_default_str();
   app.add_flag("--gang-scheduling", config.gang_scheduling,
-               "gang schedule the workers of multi-worker phases (a PodGroup of the coscheduling "
-               "plugin, where served) unless a job's spec.gangScheduling says otherwise");
+               "gang schedule the workers of multi-worker phases (a PodGroup of Kubernetes' "
+               "scheduling.k8s.io API or else of the coscheduling plugin, where served) unless a "
+               "job's spec.gangScheduling says otherwise");
   app.add_option("--log-format", f.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

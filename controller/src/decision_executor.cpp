@@ -233,7 +233,8 @@ DecisionExecutor::Result DecisionExecutor::create_one(const json& job, const jso
   const std::string ns = json_string(metadata(job), "namespace");
   const std::string kind = json_string(object, "kind");
   const std::string name = json_string(metadata(object), "name");
-  const kube::ResourceType type = type_of(kind);
+  const kube::ResourceType type =
+      kind == "PodGroup" ? pod_group_resource_of(object) : type_of(kind);
   // No cache follows PodGroups: nothing waits to see them (the scheduler does).
   const bool expected = kind != "PodGroup";
   if (expected) expectations_.expect(uid, kind, ns, name);

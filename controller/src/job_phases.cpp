@@ -125,21 +125,22 @@ void join_group(DecisionState& state, std::size_t first, const RunningPhase& run
   }
 }
 
-// A round of several workers, when the job asks for gang scheduling, is one PodGroup of the
-// coscheduling plugin (named as its Kueue pod group), created before the workers (the plugin
-// holds back a pod whose group does not exist), which name it. Without the PodGroup API the
-// workers are made as without it, and a Warning says so.
+// A round of several workers, when the job asks for gang scheduling, is one PodGroup (named as
+// its Kueue pod group) of Kubernetes' API where served, else of the coscheduling plugin, created
+// before the workers (a pod whose group does not exist is held back), which name it. Without
+// either API the workers are made as without it, and a Warning says so.
 void make_gang(DecisionState& state, std::size_t first, const RunningPhase& running, int round,
                bool round_starts) {
   if (running.workers() < 2 || !gang_scheduling_asked(state.job, state.options.gang_scheduling)) {
     return;
   }
-  if (!state.view.pod_groups_served) {
+  const GangApi api = state.view.gang_api;
+  if (api == GangApi::None) {
     if (round_starts) {
       state.event("Warning", "GangSchedulingUnavailable",
-                  fmt::format("the API server does not serve the PodGroup API "
-                              "(scheduling.x-k8s.io/v1alpha1 podgroups): the {} workers of phase "
-                              "{} are scheduled one by one",
+                  fmt::format("the API server serves no PodGroup API (neither "
+                              "scheduling.k8s.io/v1beta1 nor scheduling.x-k8s.io/v1alpha1 "
+                              "podgroups): the {} workers of phase {} are scheduled one by one",
                               running.workers(), running.pos.phase));
     }
     return;
@@ -148,10 +149,10 @@ void make_gang(DecisionState& state, std::size_t first, const RunningPhase& runn
                                            running.plan.revision, running.pos.phase, round);
   auto& create = state.decision.create;
   for (std::size_t i = first; i < create.size(); ++i) {
-    if (json_string(create[i], "kind") == "Pod") join_gang(create[i], group);
+    if (json_string(create[i], "kind") == "Pod") join_gang(create[i], group, api);
   }
   create.insert(create.begin() + static_cast<std::ptrdiff_t>(first),
-                build_pod_group(state.job, group, running.workers()));
+                build_pod_group(state.job, group, running.workers(), api));
 }
 
 // The round's workers are held by `gates` (those of the earliest held pod, made at `created`):

@@ -122,7 +122,7 @@ Expected<kube::Action, kube::ReconcileError> JobReconciler::reconcile(const kube
     if (gang_scheduling_asked(job, options_.decide.gang_scheduling)) {
       auto served = pod_groups_.served();
       if (!served) return unexpected(kube::ReconcileError{served.error().message});
-      view.pod_groups_served = *served;
+      view.gang_api = *served;
     }
     const Decision decision = decide(view, options_.decide);
     // Stopping, or the job was deleted meanwhile: a solve may have been abandoned, and what was

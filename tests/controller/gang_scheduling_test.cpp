@@ -1,5 +1,6 @@
-// Gang scheduling through the coscheduling plugin's PodGroup: who asks for it, the PodGroup a
-// round gets, and decide() creating it before the round's workers, which name it.
+// Gang scheduling through Kubernetes' PodGroup or the coscheduling plugin's: who asks for it,
+// which API discovery finds, the PodGroup a round gets, and decide() creating it before the
+// round's workers, which name it.
 #include "depl/controller/gang_scheduling.hpp"
 
 #include <gtest/gtest.h>
@@ -57,13 +58,13 @@ SharedObjects a100_nodes() {
   return out;
 }
 
-JobView view_of(json job, bool served) {
+JobView view_of(json job, GangApi api) {
   JobView v;
   v.job = std::move(job);
   v.nodes = a100_nodes();
   v.new_token_secret = "quickstart-progress-a1b2c3d4";
   v.now = kStart;
-  v.pod_groups_served = served;
+  v.gang_api = api;
   return v;
 }
 
@@ -99,6 +100,15 @@ TEST(GangScheduling, APodGroupIsOwnedByTheJobWithMinMember) {
   EXPECT_EQ(group["metadata"]["ownerReferences"][0]["uid"], "uid-quickstart");
   EXPECT_EQ(group["metadata"]["ownerReferences"][0]["controller"], true);
   EXPECT_EQ(group["spec"], (json{{"minMember", 4}}));
+  EXPECT_EQ(pod_group_resource_of(group).group, "scheduling.x-k8s.io");
+
+  const json native = build_pod_group(job, "quickstart-p0-v1-r1", 4, GangApi::Native);
+  EXPECT_EQ(native["apiVersion"], "scheduling.k8s.io/v1beta1");
+  EXPECT_EQ(native["kind"], "PodGroup");
+  EXPECT_EQ(native["metadata"]["ownerReferences"][0]["uid"], "uid-quickstart");
+  EXPECT_EQ(native["spec"], (json{{"schedulingPolicy", {{"gang", {{"minCount", 4}}}}}}));
+  EXPECT_EQ(pod_group_resource_of(native).group, "scheduling.k8s.io");
+  EXPECT_EQ(pod_group_resource_of(native).version, "v1beta1");
 }
 
 TEST(GangScheduling, DiscoveryListsPodGroupsOrNot) {
@@ -111,7 +121,8 @@ TEST(GangScheduling, DiscoveryListsPodGroupsOrNot) {
 TEST(GangScheduling, AMultiWorkerRoundCreatesItsPodGroupBeforeItsWorkers) {
   for (const auto& [spec, by_default] :
        {std::pair{json{{"gangScheduling", true}}, false}, std::pair{json::object(), true}}) {
-    const Decision d = decide(view_of(job_with_workers(2, spec), true), options(by_default));
+    const Decision d =
+        decide(view_of(job_with_workers(2, spec), GangApi::Coscheduling), options(by_default));
     ASSERT_TRUE(d.status);
     int group_at = -1, first_pod_at = -1, pods = 0;
     for (std::size_t i = 0; i < d.create.size(); ++i) {
@@ -132,6 +143,33 @@ TEST(GangScheduling, AMultiWorkerRoundCreatesItsPodGroupBeforeItsWorkers) {
   }
 }
 
+// With Kubernetes' API, the round's PodGroup is scheduling.k8s.io/v1beta1 with a gang policy, and
+// each worker names it in spec.schedulingGroup (and carries no coscheduling label).
+TEST(GangScheduling, WithTheNativeApiTheWorkersNameTheGroupInTheirSpec) {
+  const Decision d =
+      decide(view_of(job_with_workers(4, {{"gangScheduling", true}}), GangApi::Native), options());
+  ASSERT_TRUE(d.status);
+  int group_at = -1, first_pod_at = -1, pods = 0;
+  for (std::size_t i = 0; i < d.create.size(); ++i) {
+    const json& o = d.create[i];
+    if (o["kind"] == "PodGroup") {
+      group_at = static_cast<int>(i);
+      EXPECT_EQ(o["apiVersion"], "scheduling.k8s.io/v1beta1");
+      EXPECT_EQ(o["metadata"]["name"], "quickstart-p0-v1-r1");
+      EXPECT_EQ(o["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
+    } else if (o["kind"] == "Pod") {
+      if (first_pod_at < 0) first_pod_at = static_cast<int>(i);
+      ++pods;
+      EXPECT_EQ(o["spec"]["schedulingGroup"]["podGroupName"], "quickstart-p0-v1-r1");
+      EXPECT_FALSE(o["metadata"]["labels"].contains(kGangLabel));
+    }
+  }
+  EXPECT_EQ(pods, 4);
+  ASSERT_GE(group_at, 0) << "no PodGroup";
+  EXPECT_LT(group_at, first_pod_at);
+  EXPECT_FALSE(has_event(d, "GangSchedulingUnavailable"));
+}
+
 // One worker needs no gang; a job that declines gets none; an API server without the PodGroup
 // API gets the workers as without it, and a Warning says so.
 TEST(GangScheduling, NoGangForOneWorkerADecliningJobOrWithoutTheApi) {
@@ -141,25 +179,33 @@ TEST(GangScheduling, NoGangForOneWorkerADecliningJobOrWithoutTheApi) {
       out.push_back(o["kind"].get<std::string>());
       if (o["kind"] == "Pod") {
         EXPECT_FALSE(o["metadata"]["labels"].contains(kGangLabel));
+        EXPECT_FALSE(o["spec"].contains("schedulingGroup"));
       }
     }
     return out;
   };
-  const Decision one = decide(view_of(job_with_workers(1), true), options(true));
+  const Decision one = decide(view_of(job_with_workers(1), GangApi::Native), options(true));
   EXPECT_EQ(kinds(one), (std::vector<std::string>{"Service", "Pod"}));
-  const Decision declined =
-      decide(view_of(job_with_workers(2, {{"gangScheduling", false}}), true), options(true));
+  const Decision declined = decide(
+      view_of(job_with_workers(2, {{"gangScheduling", false}}), GangApi::Native), options(true));
   EXPECT_EQ(kinds(declined), (std::vector<std::string>{"Service", "Pod", "Pod"}));
   EXPECT_FALSE(has_event(declined, "GangSchedulingUnavailable"));
   const Decision unserved =
-      decide(view_of(job_with_workers(2, {{"gangScheduling", true}}), false), options());
+      decide(view_of(job_with_workers(2, {{"gangScheduling", true}}), GangApi::None), options());
   EXPECT_EQ(kinds(unserved), (std::vector<std::string>{"Service", "Pod", "Pod"}));
   EXPECT_TRUE(has_event(unserved, "GangSchedulingUnavailable"));
 }
 
-// Discovery is asked once "served" is known, and again 5 minutes after "not served"; a failed
-// request is an error, not an answer.
-TEST(GangScheduling, DiscoveryRemembersServedAndRechecksNotServed) {
+json lists_podgroups(const std::string& group_version) {
+  return {{"kind", "APIResourceList"},
+          {"groupVersion", group_version},
+          {"resources", {{{"name", "podgroups"}, {"kind", "PodGroup"}}}}};
+}
+
+// Kubernetes' API is asked first, then the coscheduling plugin's. "Served" is remembered, "not
+// served" for 5 minutes; a failed request is an error, not an answer. Kubernetes' API, once it
+// appears, is preferred over the plugin's.
+TEST(GangScheduling, DiscoveryPrefersTheNativeApiRemembersServedAndRechecksNotServed) {
   auto transport = std::make_shared<kube::testing::ScriptedTransport>();
   auto clock = std::make_shared<FakeClock>();
   kube::ClientOptions client_options;
@@ -169,6 +215,7 @@ TEST(GangScheduling, DiscoveryRemembersServedAndRechecksNotServed) {
   client_options.retry.max_attempts = 1;
   kube::Client client(transport, nullptr, client_options);
   PodGroupDiscovery discovery(client, *clock);
+  const char* kNotFound = "the server could not find the requested resource";
 
   transport->push_status(500, "InternalError", "etcd is gone");
   auto answer = discovery.served();
@@ -176,29 +223,45 @@ TEST(GangScheduling, DiscoveryRemembersServedAndRechecksNotServed) {
   EXPECT_NE(answer.error().message.find("etcd is gone"), std::string::npos)
       << answer.error().message;
 
-  transport->push_status(404, "NotFound", "the server could not find the requested resource");
+  transport->push_status(404, "NotFound", kNotFound);
+  transport->push_status(404, "NotFound", kNotFound);
   answer = discovery.served();
   ASSERT_TRUE(answer);
-  EXPECT_FALSE(*answer);
-  EXPECT_EQ(transport->request_count(), 2u);
+  EXPECT_EQ(*answer, GangApi::None);
+  ASSERT_EQ(transport->request_count(), 3u);
+  EXPECT_EQ(transport->requests()[1].request.path, "/apis/scheduling.k8s.io/v1beta1");
+  EXPECT_EQ(transport->requests()[2].request.path, "/apis/scheduling.x-k8s.io/v1alpha1");
   clock->advance(std::chrono::minutes(4));
   answer = discovery.served();
   ASSERT_TRUE(answer);
-  EXPECT_FALSE(*answer);
-  EXPECT_EQ(transport->request_count(), 2u) << "asked again within 5 minutes";
+  EXPECT_EQ(*answer, GangApi::None);
+  EXPECT_EQ(transport->request_count(), 3u) << "asked again within 5 minutes";
 
+  // The plugin is installed; Kubernetes' API is still off.
   clock->advance(std::chrono::minutes(1));
-  transport->push_json(200, {{"kind", "APIResourceList"},
-                             {"groupVersion", "scheduling.x-k8s.io/v1alpha1"},
-                             {"resources", {{{"name", "podgroups"}, {"kind", "PodGroup"}}}}});
+  transport->push_status(404, "NotFound", kNotFound);
+  transport->push_json(200, lists_podgroups("scheduling.x-k8s.io/v1alpha1"));
   answer = discovery.served();
   ASSERT_TRUE(answer);
-  EXPECT_TRUE(*answer);
-  ASSERT_EQ(transport->request_count(), 3u);
-  EXPECT_EQ(transport->requests()[2].request.path, "/apis/scheduling.x-k8s.io/v1alpha1");
+  EXPECT_EQ(*answer, GangApi::Coscheduling);
+  EXPECT_EQ(transport->request_count(), 5u);
   answer = discovery.served();
-  ASSERT_TRUE(answer && *answer);
-  EXPECT_EQ(transport->request_count(), 3u) << "served is remembered";
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, GangApi::Coscheduling);
+  EXPECT_EQ(transport->request_count(), 5u) << "served is remembered";
+
+  // Kubernetes' API is turned on: preferred from the next look on, and remembered.
+  clock->advance(std::chrono::minutes(5));
+  transport->push_json(200, lists_podgroups("scheduling.k8s.io/v1beta1"));
+  answer = discovery.served();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, GangApi::Native);
+  ASSERT_EQ(transport->request_count(), 6u);
+  EXPECT_EQ(transport->requests()[5].request.path, "/apis/scheduling.k8s.io/v1beta1");
+  answer = discovery.served();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, GangApi::Native);
+  EXPECT_EQ(transport->request_count(), 6u);
 }
 
 }  // namespace

@@ -132,6 +132,7 @@ void ControllerE2e::start_cluster(const std::string& pools_file, ClusterSetup se
   for (const auto& [image, executable] : setup.image_map) options.image_map[image] = executable;
   options.kueue_pod_webhook = setup.kueue_pod_webhook;
   options.coscheduling = setup.coscheduling;
+  options.workload_scheduling = setup.workload_scheduling;
   if (setup.capture_log) {
     // The directory exists before the cluster, so its first log line is captured too. Swapping
     // the default logger is safe now and in TearDown only: no other thread of ours logs then.
@@ -301,8 +302,8 @@ json ControllerE2e::wait_job(const std::string& name, const std::function<bool(c
 bool ControllerE2e::admit(const json& pod) {
   const json ungate = json::array({{{"op", "remove"}, {"path", "/spec/schedulingGates"}}});
   return static_cast<bool>(client_->patch(kube::resources::pods(), "default",
-                                          pod["metadata"].value("name", ""),
-                                          kube::PatchType::Json, ungate));
+                                          pod["metadata"].value("name", ""), kube::PatchType::Json,
+                                          ungate));
 }
 
 json ControllerE2e::wait_ended_admitting_gated(const std::string& name) {

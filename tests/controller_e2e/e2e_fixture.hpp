@@ -62,6 +62,9 @@ struct ClusterSetup {
   // The PodGroup API is served and gangs are bound all or nothing
   // (DevClusterOptions::coscheduling).
   bool coscheduling = false;
+  // Kubernetes' Workload and PodGroup API is served and its gangs are bound all or nothing
+  // (DevClusterOptions::workload_scheduling).
+  bool workload_scheduling = false;
 };
 
 class ControllerE2e : public ::testing::Test {

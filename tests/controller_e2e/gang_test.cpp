@@ -1,8 +1,9 @@
-// A gang-scheduled job end to end on a dev cluster with the coscheduling plugin: each round of its
-// 4-worker phases is a PodGroup with minMember 4; while only 2 of the pool's 4 GPUs are free no
-// worker is bound (none holds a GPU), and once they free the whole round runs and the job
-// succeeds. Kueue's gate (as the dev cluster plays it) holds the first round until the test has
-// taken 2 GPUs, so the order of events is fixed by the test, not by timing.
+// A gang-scheduled job end to end on a dev cluster with the coscheduling plugin, and on one that
+// also serves Kubernetes' own PodGroup API (preferred then): each round of its 4-worker phases is
+// a PodGroup whose minimum is 4; while only 2 of the pool's 4 GPUs are free no worker is bound
+// (none holds a GPU), and once they free the whole round runs and the job succeeds. Kueue's gate
+// (as the dev cluster plays it) holds the first round until the test has taken 2 GPUs, so the
+// order of events is fixed by the test, not by timing.
 #include <gmock/gmock.h>
 
 #include "depl/controller/gang_scheduling.hpp"
@@ -24,10 +25,25 @@ std::string unschedulable_message(const json& pod) {
   return {};
 }
 
-TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
+// The PodGroup a worker names: its spec.schedulingGroup with Kubernetes' API, else its
+// coscheduling label.
+std::string group_of(const json& pod, bool native) {
+  if (native) {
+    return pod["spec"].value("schedulingGroup", json::object()).value("podGroupName", "");
+  }
+  return pod["metadata"]["labels"].value(controller::kGangLabel, "");
+}
+
+class GangE2e : public ControllerE2e {
+ protected:
+  void run_gang(bool native);
+};
+
+void GangE2e::run_gang(bool native) {
   ClusterSetup setup;
   setup.kueue_pod_webhook = true;
   setup.coscheduling = true;
+  setup.workload_scheduling = native;
   setup.image_map["registry.example.com/holder"] = "/bin/sleep";  // runs until deleted
   ASSERT_NO_FATAL_FAILURE(start_cluster("pools.yaml", setup));    // 2 nodes of 2 GPUs
   pods_->check_pools(true);
@@ -43,14 +59,21 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
     pods = pods_of("gang");
     return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), scheduling_gated);
   })) << "no 4 gated workers";
-  const std::string group = pods[0]["metadata"]["labels"].value(controller::kGangLabel, "");
-  ASSERT_FALSE(group.empty());
+  const std::string group = group_of(pods[0], native);
+  ASSERT_FALSE(group.empty()) << pods[0].dump();
   for (const auto& pod : pods) {
-    EXPECT_EQ(pod["metadata"]["labels"].value(controller::kGangLabel, ""), group);
+    EXPECT_EQ(group_of(pod, native), group);
+    EXPECT_EQ(group_of(pod, !native), "") << "named in one API only";
   }
-  auto pod_group = client_->get(controller::pod_group_resource(), "default", group);
+  auto pod_group = client_->get(
+      native ? controller::native_pod_group_resource() : controller::pod_group_resource(),
+      "default", group);
   ASSERT_TRUE(pod_group) << pod_group.error().message;
-  EXPECT_EQ((*pod_group)["spec"]["minMember"], 4);
+  if (native) {
+    EXPECT_EQ((*pod_group)["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
+  } else {
+    EXPECT_EQ((*pod_group)["spec"]["minMember"], 4);
+  }
   EXPECT_EQ((*pod_group)["metadata"]["ownerReferences"][0]["name"], "gang");
 
   // Another workload takes 2 of the 4 GPUs before the queue admits the round.
@@ -71,10 +94,11 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
   }));
   for (const auto& pod : pods) ASSERT_TRUE(admit(pod));
   // Settled once every worker carries the scheduler's verdict on the whole gang: none bound.
+  const std::string refusal = native ? "fewer than minCount 4" : "fewer than minMember 4";
   ASSERT_TRUE(wait_until([&] {
     pods = pods_of("gang");
-    return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [](const json& p) {
-             return unschedulable_message(p).find("fewer than minMember 4") != std::string::npos;
+    return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [&](const json& p) {
+             return unschedulable_message(p).find(refusal) != std::string::npos;
            });
   })) << "the gang was not refused whole";
   for (const auto& pod : pods) {
@@ -87,11 +111,21 @@ TEST_F(ControllerE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
   json done = wait_ended_admitting_gated("gang");
   EXPECT_EQ(job_phase(done), "Succeeded") << done["status"].dump(2);
   for (const auto& pod : pods_->created_for("gang")) {
-    EXPECT_FALSE(pod["metadata"]["labels"].value(controller::kGangLabel, "").empty());
+    EXPECT_FALSE(group_of(pod, native).empty()) << pod["metadata"]["name"];
   }
   EXPECT_FALSE(has_event("gang", "WorkerFailed"));
   EXPECT_FALSE(has_event("gang", "GangSchedulingUnavailable"));
   EXPECT_THAT(pods_->violations(), IsEmpty());
+}
+
+TEST_F(GangE2e, AGangThatDoesNotFitHoldsNoGpuAndRunsWhenTheyFree) {
+  run_gang(false);
+}
+
+// Kubernetes' API served beside the plugin's: the workers name a scheduling.k8s.io/v1beta1
+// PodGroup in spec.schedulingGroup, and the gang of 4 never starts partially.
+TEST_F(GangE2e, ANativeGangOfFourNeverStartsPartially) {
+  run_gang(true);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ const std::map<std::string, std::string>& openapi_prefixes() {
       {"events", "io.k8s.api.events.v1."},
       {"authentication", "io.k8s.api.authentication.v1."},
       {"authorization", "io.k8s.api.authorization.v1."},
+      {"scheduling", "io.k8s.api.scheduling.v1beta1."},
       {"apiextensions", "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."}};
   return prefixes;
 }

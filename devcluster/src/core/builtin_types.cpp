@@ -30,7 +30,7 @@ ResourceType make(std::string group, std::string version, std::string plural, st
 
 }  // namespace
 
-std::vector<ResourceType> builtin_resource_types() {
+std::vector<ResourceType> builtin_resource_types(bool workload_scheduling) {
   std::vector<ResourceType> types;
   auto ns = make("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true);
   ns.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
@@ -99,6 +99,13 @@ std::vector<ResourceType> builtin_resource_types() {
            "CustomResourceDefinition", false, {"crd", "crds"}, true);
   crds.allow_unconditional_update = false;
   types.push_back(crds);
+  if (workload_scheduling) {
+    // Kubernetes 1.37's GenericWorkload API (KEP-4671): no short names, none are defined.
+    types.push_back(
+        make("scheduling.k8s.io", "v1beta1", "workloads", "workload", "Workload", true));
+    types.push_back(
+        make("scheduling.k8s.io", "v1beta1", "podgroups", "podgroup", "PodGroup", true, {}, true));
+  }
   return types;
 }
 

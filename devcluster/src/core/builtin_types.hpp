@@ -1,5 +1,7 @@
 // The built-in resource types the dev cluster serves from the start (core/v1, events.k8s.io,
-// coordination, apps, rbac, apiextensions) and the custom resource types a CRD defines.
+// coordination, apps, rbac, apiextensions; with `workload_scheduling`, scheduling.k8s.io/v1beta1
+// workloads and podgroups, as a cluster with the GenericWorkload feature gate on) and the custom
+// resource types a CRD defines.
 #pragma once
 
 #include <vector>
@@ -12,7 +14,7 @@
 
 namespace depl::devcluster {
 
-std::vector<ResourceType> builtin_resource_types();
+std::vector<ResourceType> builtin_resource_types(bool workload_scheduling = false);
 
 // The served versions of an apiextensions.k8s.io/v1 CustomResourceDefinition as resource types,
 // or the validation errors of the CRD (field paths like "spec.names.plural").

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -23,6 +24,10 @@ constexpr const char* kDns1123Label =
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
     "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+constexpr const char* kDns1123Subdomain =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 constexpr const char* kDns1035Label =
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
@@ -259,6 +264,22 @@ void check_scheduling_gates(const json& spec, bool creating, std::vector<FieldEr
   }
 }
 
+// A pod's spec.schedulingGroup (GenericWorkload): the PodGroup it names must be a valid name.
+void check_scheduling_group(const json& spec, std::vector<FieldError>& errors) {
+  const json& group = json_member(spec, "schedulingGroup");
+  if (group.is_null()) return;
+  const json& name = json_member(group, "podGroupName");
+  if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
+    errors.push_back({"FieldValueRequired", "spec.schedulingGroup.podGroupName", "Required value"});
+    return;
+  }
+  const std::string& value = name.get_ref<const std::string&>();
+  if (!is_dns1123_subdomain(value)) {
+    errors.push_back(
+        invalid_value("spec.schedulingGroup.podGroupName", quoted(value), kDns1123Subdomain));
+  }
+}
+
 std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod, bool creating) {
   const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
   std::vector<FieldError> errors;
@@ -283,6 +304,7 @@ std::optional<ApiResult> validate_pod(const ResourceType& type, const json& pod,
   check_dns_label(spec, "hostname", "spec", errors);
   check_dns_label(spec, "subdomain", "spec", errors);
   check_scheduling_gates(spec, creating, errors);
+  check_scheduling_group(spec, errors);
   if (errors.empty()) return std::nullopt;
   return invalid(type.qualified_kind(), name, type.kind, type.group, errors);
 }
@@ -530,6 +552,137 @@ std::optional<ApiResult> validate_event(const ResourceType& type, const json& ev
   return result_of(type, event, errors);
 }
 
+// kube-apiserver's pkg/apis/scheduling/validation for PodGroups and Workloads
+// (scheduling.k8s.io/v1beta1): a scheduling policy is exactly one of basic and gang, and a gang's
+// minCount is at least 1. False when minCount is not an integer (the request is then a 400, as
+// the JSON decoder refuses it).
+bool check_scheduling_policy(const json& policy, const std::string& path,
+                             std::vector<FieldError>& errors) {
+  const json& basic = json_member(policy, "basic");
+  const json& gang = json_member(policy, "gang");
+  if (basic.is_null() && gang.is_null()) {
+    errors.push_back(invalid_value(path, "\"\"", "must specify one of: `basic`, `gang`"));
+    return true;
+  }
+  if (!basic.is_null() && !gang.is_null()) {
+    errors.push_back(
+        invalid_value(path, "\"{`basic`, `gang`}\"",
+                      "exactly one of `basic`, `gang` is required, but multiple fields are set"));
+    return true;
+  }
+  if (gang.is_null()) return true;
+  const json& min_count = json_member(gang, "minCount");
+  if (!min_count.is_null() && !min_count.is_number_integer()) return false;
+  const std::int64_t n = min_count.is_null() ? 0 : min_count.get<std::int64_t>();
+  if (n < INT32_MIN || n > INT32_MAX) return false;
+  if (n == 0) {
+    errors.push_back({"FieldValueRequired", path + ".gang.minCount", "Required value"});
+  } else if (n < 0) {
+    errors.push_back(
+        invalid_value(path + ".gang.minCount", std::to_string(n), "must be greater than zero"));
+  }
+  return true;
+}
+
+ApiResult undecodable(const ResourceType& type, const std::string& field) {
+  return bad_request(fmt::format(
+      "{} in version \"{}\" cannot be handled as a {}: json: cannot unmarshal into Go struct "
+      "field {} of type int32",
+      type.kind, type.version, type.kind, field));
+}
+
+std::optional<ApiResult> validate_pod_group(const ResourceType& type, const json& pod_group) {
+  std::vector<FieldError> errors;
+  const json& spec = json_member(pod_group, "spec");
+  if (!check_scheduling_policy(json_member(spec, "schedulingPolicy"), "spec.schedulingPolicy",
+                               errors)) {
+    return undecodable(type, "spec.schedulingPolicy.gang.minCount");
+  }
+  return result_of(type, pod_group, errors);
+}
+
+std::optional<ApiResult> validate_workload(const ResourceType& type, const json& workload) {
+  std::vector<FieldError> errors;
+  const json& spec = json_member(workload, "spec");
+  const json& controller = json_member(spec, "controllerRef");
+  if (!controller.is_null()) {
+    for (const char* key : {"kind", "name"}) {
+      if (json_string(controller, key).empty()) {
+        errors.push_back(
+            {"FieldValueRequired", fmt::format("spec.controllerRef.{}", key), "Required value"});
+      }
+    }
+  }
+  const json& templates = json_member(spec, "podGroupTemplates");
+  const std::size_t count = templates.is_array() ? templates.size() : 0;
+  if (count == 0) {
+    errors.push_back({"FieldValueRequired", "spec.podGroupTemplates",
+                      "Required value: must have at least one item"});
+  } else if (count > 8) {
+    errors.push_back({"FieldValueTooMany", "spec.podGroupTemplates",
+                      fmt::format("Too many: {}: must have at most 8 items", count)});
+  } else {
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::string path = fmt::format("spec.podGroupTemplates[{}]", i);
+      const std::string name = json_string(templates[i], "name");
+      if (name.empty()) {
+        errors.push_back({"FieldValueRequired", path + ".name", "Required value"});
+      } else if (name.size() > 63 || !has_dns1123_label_form(name)) {
+        errors.push_back(
+            invalid_value(path + ".name", quoted(name),
+                          name.size() > 63 ? "must be no more than 63 characters" : kDns1123Label));
+      }
+      if (!name.empty() && !names.insert(name).second) {
+        errors.push_back({"FieldValueDuplicate", path, "Duplicate value: " + quoted(name)});
+      }
+      if (!check_scheduling_policy(json_member(templates[i], "schedulingPolicy"),
+                                   path + ".schedulingPolicy", errors)) {
+        return undecodable(type, path + ".schedulingPolicy.gang.minCount");
+      }
+    }
+  }
+  return result_of(type, workload, errors);
+}
+
+bool is_scheduling(const ResourceType& type, const char* plural) {
+  return !type.custom && type.group == "scheduling.k8s.io" && type.plural == plural;
+}
+
+// What a PodGroup or Workload update may not change. A PodGroup keeps its policy (basic or gang;
+// a gang's minCount may change, as v1beta1 allows) and the fields its API marks immutable; a
+// Workload keeps its templates and, once set, its controllerRef.
+void check_scheduling_update(const ResourceType& type, const json& old, const json& object,
+                             std::vector<FieldError>& errors) {
+  const json& before = json_member(old, "spec");
+  const json& after = json_member(object, "spec");
+  auto immutable = [&](const char* key) {
+    if (json_member(before, key) != json_member(after, key)) {
+      const json& now = json_member(after, key);
+      errors.push_back(invalid_value(fmt::format("spec.{}", key),
+                                     now.is_null() ? "null" : now.dump(), "field is immutable"));
+    }
+  };
+  if (type.plural == "podgroups") {
+    const json& policy_before = json_member(before, "schedulingPolicy");
+    const json& policy_after = json_member(after, "schedulingPolicy");
+    for (const char* kind : {"basic", "gang"}) {
+      if (json_member(policy_before, kind).is_null() != json_member(policy_after, kind).is_null()) {
+        const json& now = json_member(policy_after, kind);
+        errors.push_back(invalid_value(fmt::format("spec.schedulingPolicy.{}", kind),
+                                       now.is_null() ? "null" : now.dump(), "field is immutable"));
+      }
+    }
+    for (const char* key : {"workloadRef", "parentCompositePodGroupName", "disruptionMode",
+                            "priorityClassName", "schedulingConstraints"}) {
+      immutable(key);
+    }
+  } else {
+    immutable("podGroupTemplates");
+    if (!json_member(before, "controllerRef").is_null()) immutable("controllerRef");
+  }
+}
+
 bool is_core(const ResourceType& type, const char* plural) {
   return !type.custom && type.group.empty() && type.plural == plural;
 }
@@ -579,6 +732,8 @@ std::optional<ApiResult> validate_builtin_object(const ResourceType& type, const
   if (type.plural == "events" && (type.group.empty() || type.group == "events.k8s.io")) {
     return validate_event(type, object);
   }
+  if (is_scheduling(type, "podgroups")) return validate_pod_group(type, object);
+  if (is_scheduling(type, "workloads")) return validate_workload(type, object);
   if (!type.group.empty()) return std::nullopt;
   if (type.plural == "pods") return validate_pod(type, object, creating);
   if (type.plural == "services") return validate_service(type, object);
@@ -687,6 +842,8 @@ std::optional<ApiResult> validate_builtin_update(const ResourceType& type, const
            "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it "
            "was previously negative)"});
     }
+  } else if (is_scheduling(type, "podgroups") || is_scheduling(type, "workloads")) {
+    check_scheduling_update(type, old, object, errors);
   } else if (is_core(type, "services")) {
     const std::string before = json_string(
         json_member(old, "spec").is_object() ? old["spec"] : json::object(), "clusterIP");

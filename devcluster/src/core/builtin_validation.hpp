@@ -1,12 +1,13 @@
 // kube-apiserver's validation of the built-in objects an operator builds (its
 // pkg/apis/core/validation and friends), for the fields operators get wrong: container resource
-// quantities and names, environment variable names, a pod's hostname, subdomain and scheduling
-// gates; Services' names, ports, protocols and types; Secret and ConfigMap keys, sizes and types;
-// Leases' durations; Events' namespaces, types and required fields; and on update what may not
-// change: a pod's spec but for images, activeDeadlineSeconds, added tolerations, removed
-// scheduling gates and a gated pod's added nodeSelector entries; a Service's clusterIP; a
-// Secret's type; immutable Secrets' and ConfigMaps' data. Not the whole of it: what is not
-// checked here is stored as sent.
+// quantities and names, environment variable names, a pod's hostname, subdomain, scheduling gates
+// and scheduling group; PodGroups' and Workloads' scheduling policies and templates
+// (scheduling.k8s.io/v1beta1); Services' names, ports, protocols and types; Secret and ConfigMap
+// keys, sizes and types; Leases' durations; Events' namespaces, types and required fields; and on
+// update what may not change: a pod's spec but for images, activeDeadlineSeconds, added
+// tolerations, removed scheduling gates and a gated pod's added nodeSelector entries; a Service's
+// clusterIP; a Secret's type; immutable Secrets' and ConfigMaps' data; a PodGroup's policy kind
+// and a Workload's templates. Not the whole of it: what is not checked here is stored as sent.
 #pragma once
 
 #include <optional>

@@ -56,7 +56,7 @@ std::string default_manager(const WriteOptions& options) {
 }
 
 ApiStore::Impl::Impl(StoreOptions opts) : options(std::move(opts)), random(options.seed) {
-  for (auto& t : builtin_resource_types()) {
+  for (auto& t : builtin_resource_types(options.workload_scheduling)) {
     types.push_back(std::make_shared<const ResourceType>(std::move(t)));
   }
 }

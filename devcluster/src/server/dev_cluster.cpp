@@ -202,6 +202,7 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
   store_options.graceful_pod_deletion = o.run_kubelet;
   store_options.seed = o.seed ? *o.seed : random_seed();
   store_options.kueue_pod_webhook = o.kueue_pod_webhook;
+  store_options.workload_scheduling = o.workload_scheduling;
   impl->store = std::make_unique<ApiStore>(store_options);
   if (auto nodes = impl->create_nodes(); !nodes) return unexpected(nodes.error());
   if (auto rbac = impl->bootstrap_rbac(); !rbac) return unexpected(rbac.error());
@@ -245,7 +246,10 @@ Expected<std::unique_ptr<DevCluster>> DevCluster::start(DevClusterOptions option
   }
   if (o.run_scheduler) {
     impl->scheduler =
-        std::make_unique<Scheduler>(*impl->store, SchedulerOptions{.coscheduling = o.coscheduling});
+        std::make_unique<Scheduler>(*impl->store, SchedulerOptions{
+                                                      .coscheduling = o.coscheduling,
+                                                      .workload_scheduling = o.workload_scheduling,
+                                                  });
   }
   ApiHandler* handler = impl->handler.get();
   auto server = HttpServer::start(

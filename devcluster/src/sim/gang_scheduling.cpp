@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "depl/common/quantity.hpp"
 
 namespace depl::devcluster {
@@ -81,43 +83,25 @@ std::string_view pod_group_of(const json& pod) {
                            : std::string_view();
 }
 
-GangDecision place_gang(const std::vector<const json*>& waiting, int bound, const json* pod_group,
-                        const std::vector<NodeFacts>& nodes, NodeUsage used) {
+namespace {
+
+GangDecision refuse_all(const std::vector<const json*>& waiting,
+                        const std::function<std::string(const json&)>& message_for) {
+  GangDecision decision;
+  decision.nodes.assign(waiting.size(), std::nullopt);
+  for (const json* pod : waiting) decision.messages.push_back(message_for(*pod));
+  return decision;
+}
+
+// Places the waiting pods of the group `group` ("<namespace>/<name>") one after another; if
+// fewer than `min_count` (the field `min_field` of the group) would then be bound, with the
+// `bound` ones, none is.
+GangDecision place_together(const std::vector<const json*>& waiting, int bound,
+                            const std::string& group, int min_count, const char* min_field,
+                            const std::vector<NodeFacts>& nodes, NodeUsage used) {
   GangDecision decision;
   decision.nodes.assign(waiting.size(), std::nullopt);
   decision.messages.assign(waiting.size(), std::string());
-  auto refuse_all = [&](auto message_for) {
-    for (std::size_t i = 0; i < waiting.size(); ++i) {
-      decision.nodes[i].reset();
-      decision.messages[i] = message_for(*waiting[i]);
-    }
-    return decision;
-  };
-  if (!pod_group) {
-    return refuse_all([](const json& pod) {
-      return fmt::format("PodGroup {} of pod {} not found", pod_group_of(pod), pod_name(pod));
-    });
-  }
-  const json& spec = member(*pod_group, "spec");
-  const json& min_member_value = member(spec, "minMember");
-  const int min_member = min_member_value.is_number_integer() ? min_member_value.get<int>() : 0;
-  const int siblings = bound + static_cast<int>(waiting.size());
-  if (siblings < min_member) {
-    return refuse_all([&](const json& pod) {
-      return fmt::format(
-          "pre-filter pod {} cannot find enough sibling pods, current pods number: {}, "
-          "minMember of group: {}",
-          pod_name(pod), siblings, min_member);
-    });
-  }
-  if (const json& min_resources = member(spec, "minResources"); min_resources.is_object()) {
-    const std::string gap = resource_gap(min_resources, min_member, nodes, used);
-    if (!gap.empty()) {
-      return refuse_all([&](const json&) {
-        return fmt::format("PodGroup {} does not fit: {}", group_name(*pod_group), gap);
-      });
-    }
-  }
   int placed = 0;
   std::string first_refusal;
   for (std::size_t i = 0; i < waiting.size(); ++i) {
@@ -131,13 +115,80 @@ GangDecision place_gang(const std::vector<const json*>& waiting, int bound, cons
       if (first_refusal.empty()) first_refusal = one.message;
     }
   }
-  if (bound + placed >= min_member) return decision;
-  return refuse_all([&](const json&) {
+  if (bound + placed >= min_count) return decision;
+  return refuse_all(waiting, [&](const json&) {
     return fmt::format(
-        "PodGroup {}: {} of its pods are bound and {} more fit, fewer than minMember {}; none "
-        "is bound until they all fit ({})",
-        group_name(*pod_group), bound, placed, min_member, first_refusal);
+        "PodGroup {}: {} of its pods are bound and {} more fit, fewer than {} {}; none is bound "
+        "until they all fit ({})",
+        group, bound, placed, min_field, min_count, first_refusal);
   });
+}
+
+}  // namespace
+
+GangDecision place_gang(const std::vector<const json*>& waiting, int bound, const json* pod_group,
+                        const std::vector<NodeFacts>& nodes, NodeUsage used) {
+  if (!pod_group) {
+    return refuse_all(waiting, [](const json& pod) {
+      return fmt::format("PodGroup {} of pod {} not found", pod_group_of(pod), pod_name(pod));
+    });
+  }
+  const json& spec = member(*pod_group, "spec");
+  const json& min_member_value = member(spec, "minMember");
+  const int min_member = min_member_value.is_number_integer() ? min_member_value.get<int>() : 0;
+  const int siblings = bound + static_cast<int>(waiting.size());
+  if (siblings < min_member) {
+    return refuse_all(waiting, [&](const json& pod) {
+      return fmt::format(
+          "pre-filter pod {} cannot find enough sibling pods, current pods number: {}, "
+          "minMember of group: {}",
+          pod_name(pod), siblings, min_member);
+    });
+  }
+  if (const json& min_resources = member(spec, "minResources"); min_resources.is_object()) {
+    const std::string gap = resource_gap(min_resources, min_member, nodes, used);
+    if (!gap.empty()) {
+      return refuse_all(waiting, [&](const json&) {
+        return fmt::format("PodGroup {} does not fit: {}", group_name(*pod_group), gap);
+      });
+    }
+  }
+  return place_together(waiting, bound, group_name(*pod_group), min_member, "minMember", nodes,
+                        std::move(used));
+}
+
+std::string_view scheduling_group_of(const json& pod) {
+  const json& name = member(member(member(pod, "spec"), "schedulingGroup"), "podGroupName");
+  return name.is_string() ? std::string_view(name.get_ref<const std::string&>())
+                          : std::string_view();
+}
+
+GangDecision place_native_gang(const std::vector<const json*>& waiting, int bound,
+                               const json* pod_group, const std::vector<NodeFacts>& nodes,
+                               NodeUsage used) {
+  if (!pod_group) {
+    return refuse_all(waiting, [](const json& pod) {
+      const json& ns = member(member(pod, "metadata"), "namespace");
+      return fmt::format("PodGroup {}/{} of pod {} not found: waiting for it",
+                         ns.is_string() ? ns.get<std::string>() : "", scheduling_group_of(pod),
+                         pod_name(pod));
+    });
+  }
+  const json& policy = member(member(*pod_group, "spec"), "schedulingPolicy");
+  const json& min_count_value = member(member(policy, "gang"), "minCount");
+  // Basic policy (or none): each pod on its own, as without a group.
+  const int min_count = min_count_value.is_number_integer() ? min_count_value.get<int>() : 0;
+  const int siblings = bound + static_cast<int>(waiting.size());
+  if (siblings < min_count) {
+    return refuse_all(waiting, [&](const json&) {
+      return fmt::format(
+          "PodGroup {}: {} of its pods exist, fewer than minCount {}; none is bound until "
+          "{} can be placed together",
+          group_name(*pod_group), siblings, min_count, min_count);
+    });
+  }
+  return place_together(waiting, bound, group_name(*pod_group), min_count, "minCount", nodes,
+                        std::move(used));
 }
 
 }  // namespace depl::devcluster

@@ -2,7 +2,10 @@
 // scheduler-plugins does with a scheduling.x-k8s.io/v1alpha1 PodGroup: pods labelled
 // scheduling.x-k8s.io/pod-group=<name> are bound only when at least the group's spec.minMember
 // of them (already bound ones included) fit at once; otherwise none of the waiting ones is bound
-// and each says why. A pure function of the pods, the group and the nodes, like choose_among.
+// and each says why. And as kube-scheduler does with Kubernetes' own PodGroup
+// (scheduling.k8s.io/v1beta1), which a pod names in spec.schedulingGroup.podGroupName: with the
+// gang policy, no pod is bound until spec.schedulingPolicy.gang.minCount of them fit at once.
+// Pure functions of the pods, the group and the nodes, like choose_among.
 #pragma once
 
 #include <optional>
@@ -38,5 +41,17 @@ struct GangDecision {
 GangDecision place_gang(const std::vector<const nlohmann::json*>& waiting, int bound,
                         const nlohmann::json* pod_group, const std::vector<NodeFacts>& nodes,
                         NodeUsage used);
+
+// The Kubernetes PodGroup a pod names in spec.schedulingGroup.podGroupName, "" when none (read
+// in place).
+std::string_view scheduling_group_of(const nlohmann::json& pod);
+
+// As place_gang, for a scheduling.k8s.io/v1beta1 PodGroup (`pod_group`, null when it does not
+// exist: then its pods wait, none is bound). The gang policy binds none of `waiting` unless at
+// least spec.schedulingPolicy.gang.minCount of the group's pods (`bound` included) fit at once;
+// the basic policy places each pod on its own.
+GangDecision place_native_gang(const std::vector<const nlohmann::json*>& waiting, int bound,
+                               const nlohmann::json* pod_group, const std::vector<NodeFacts>& nodes,
+                               NodeUsage used);
 
 }  // namespace depl::devcluster

@@ -25,11 +25,17 @@ struct Scheduler::Loop {
   ObjectCache nodes{store, ResourceRef{"", "v1", "nodes", "", "", ""}, signal};
   // The PodGroups of the coscheduling plugin, when it is on (SchedulerOptions::coscheduling).
   std::optional<ObjectCache> pod_groups;
+  // Kubernetes' PodGroups, when served (SchedulerOptions::workload_scheduling).
+  std::optional<ObjectCache> native_groups;
 
   Loop(ApiStore& s, const SchedulerOptions& options) : store(s) {
     if (options.coscheduling) {
       pod_groups.emplace(
           store, ResourceRef{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "", "", ""}, signal);
+    }
+    if (options.workload_scheduling) {
+      native_groups.emplace(
+          store, ResourceRef{"scheduling.k8s.io", "v1beta1", "podgroups", "", "", ""}, signal);
     }
   }
 
@@ -103,7 +109,10 @@ struct Scheduler::Loop {
     bool waiting = false;   // to be scheduled
     PodResources requests;
     std::string_view created;
-    std::string_view group;  // the pod group it belongs to (kPodGroupLabel), "" when none
+    // The pod group it belongs to, "" when none: its spec.schedulingGroup where Kubernetes'
+    // PodGroups are served (`native`), else its kPodGroupLabel where coscheduling is on.
+    std::string_view group;
+    bool native = false;
     // Bound by us, its event not in yet: counted on this node until the event brings the pod
     // as the store has it (a new object, so the facts are worked out again).
     std::string assumed_node;
@@ -112,12 +121,16 @@ struct Scheduler::Loop {
   NodeUsage used;
   std::set<ObjectCache::Key, std::less<>> waiting;
 
-  static PodFacts facts_of(const std::shared_ptr<const json>& object) {
+  PodFacts facts_of(const std::shared_ptr<const json>& object) const {
     PodFacts f;
     f.object = object;
     const json& pod = *object;
     f.node = pod_node_name(pod);
-    f.group = pod_group_of(pod);
+    if (native_groups) {
+      f.group = scheduling_group_of(pod);
+      f.native = !f.group.empty();
+    }
+    if (f.group.empty() && pod_groups) f.group = pod_group_of(pod);
     if (!f.node.empty()) {
       f.counted = !pod_is_terminal(pod);
       if (f.counted) f.requests = pod_requests(pod);
@@ -156,14 +169,17 @@ struct Scheduler::Loop {
     facts.emplace(key, std::move(f));
   }
 
+  // "<namespace>/<group>" (the group caches' key), after "k/" for Kubernetes' PodGroups and
+  // "c/" for the coscheduling plugin's.
   static std::string gang_key(const PodFacts& f) {
-    std::string key(meta_string(*f.object, "namespace"));
+    std::string key(f.native ? "k/" : "c/");
+    key += meta_string(*f.object, "namespace");
     key += "/";
     key += f.group;
     return key;
   }
 
-  // How many pods of pod group `key` ("<namespace>/<name>") are bound and not terminal.
+  // How many pods of pod group `key` (gang_key) are bound and not terminal.
   int bound_in_group(std::string_view key) const {
     int n = 0;
     for (const auto& [pod_key, f] : facts) {
@@ -263,16 +279,13 @@ struct Scheduler::Loop {
       return *a.key < *b.key;
     });
     std::vector<json> updated;
-    // With coscheduling, a pod group's waiting pods are placed together, at the turn of its
-    // oldest one.
+    // A pod group's waiting pods are placed together, at the turn of its oldest one.
     std::map<std::string, std::vector<const Waiting*>, std::less<>> gangs;
-    if (pod_groups) {
-      for (const Waiting& w : queue) {
-        if (!w.facts->group.empty()) gangs[gang_key(*w.facts)].push_back(&w);
-      }
+    for (const Waiting& w : queue) {
+      if (!w.facts->group.empty()) gangs[gang_key(*w.facts)].push_back(&w);
     }
     for (const Waiting& w : queue) {
-      if (w.facts->group.empty() || !pod_groups) {
+      if (w.facts->group.empty()) {
         const auto decision = choose_among(*w.facts->object, node_list, used);
         if (decision.node) {
           bind(w.key, *w.facts, *decision.node);
@@ -285,10 +298,13 @@ struct Scheduler::Loop {
       if (gang == gangs.end()) continue;  // placed with an older member of its group
       std::vector<const json*> members;
       for (const Waiting* m : gang->second) members.push_back(m->facts->object.get());
-      const auto group = pod_groups->objects().find(gang->first);
-      const GangDecision decision = place_gang(
-          members, bound_in_group(gang->first),
-          group == pod_groups->objects().end() ? nullptr : group->second.get(), node_list, used);
+      const ObjectCache& groups = w.facts->native ? *native_groups : *pod_groups;
+      const auto group = groups.objects().find(gang->first.substr(2));
+      const json* group_object = group == groups.objects().end() ? nullptr : group->second.get();
+      const int bound = bound_in_group(gang->first);
+      const GangDecision decision =
+          w.facts->native ? place_native_gang(members, bound, group_object, node_list, used)
+                          : place_gang(members, bound, group_object, node_list, used);
       for (std::size_t i = 0; i < members.size(); ++i) {
         const Waiting& m = *gang->second[i];
         if (decision.nodes[i]) {
@@ -313,7 +329,8 @@ struct Scheduler::Loop {
             pod_changed(ObjectCache::key_of(*pod));
           });
       const bool nodes_changed = nodes.sync();
-      const bool groups_changed = pod_groups && pod_groups->sync();
+      bool groups_changed = pod_groups && pod_groups->sync();
+      groups_changed = (native_groups && native_groups->sync()) || groups_changed;
       if (pods_changed || nodes_changed || groups_changed) schedule_pending(nodes_changed);
       signal.wait(std::chrono::milliseconds(500));
     }

@@ -1,6 +1,8 @@
 // Gang scheduling as the coscheduling plugin does it: the pure placement of a pod group
 // (place_gang) and the dev cluster's scheduler with DevClusterOptions::coscheduling, where a
-// PodGroup's pods are bound all or nothing.
+// PodGroup's pods are bound all or nothing; and as Kubernetes does it with its own PodGroup API
+// (scheduling.k8s.io/v1beta1, DevClusterOptions::workload_scheduling): served over HTTP as a
+// built-in group, validated as kube-apiserver validates it, and bound all or nothing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include "depl/devcluster/dev_cluster.hpp"
 #include "sim/gang_scheduling.hpp"
 #include "sim/scheduling.hpp"
+#include "test_http.hpp"
 
 namespace depl::devcluster {
 namespace {
@@ -233,6 +236,238 @@ TEST_F(CoschedulingTest, PodGroupSchemaRefusesAWrongType) {
   r = store().create(ResourceRef{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "default", "", ""},
                      bad);
   EXPECT_EQ(r.code, 422) << r.body.dump();
+}
+
+json native_pod(const std::string& name, int gpus, const std::string& group = "gang") {
+  json pod = gang_pod(name, gpus);
+  pod["metadata"].erase("labels");
+  pod["spec"]["schedulingGroup"] = {{"podGroupName", group}};
+  return pod;
+}
+
+json native_group(json policy, const std::string& name = "gang") {
+  return {{"apiVersion", "scheduling.k8s.io/v1beta1"},
+          {"kind", "PodGroup"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", {{"schedulingPolicy", std::move(policy)}}}};
+}
+
+json gang_policy(int min_count) {
+  return {{"gang", {{"minCount", min_count}}}};
+}
+
+TEST(PlaceNativeGang, GangPolicyBindsNoneUntilMinCountFitBasicPolicyBindsEach) {
+  Fixture f(std::vector<json>{gpu_node("n0", 2), gpu_node("n1", 2)});
+  for (int i = 0; i < 4; ++i) f.pods.push_back(native_pod("w" + std::to_string(i), 1));
+  EXPECT_EQ(scheduling_group_of(f.pods[0]), "gang");
+  EXPECT_EQ(pod_group_of(f.pods[0]), "") << "the label is the coscheduling plugin's, not set";
+  const NodeUsage half_taken{{"n0", PodResources{0, 0, 2, 1}}};
+  const json gang = native_group(gang_policy(4));
+  GangDecision d = place_native_gang(f.waiting(), 0, &gang, f.nodes, half_taken);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(d.nodes[i]) << i;
+    EXPECT_THAT(d.messages[i], HasSubstr("fewer than minCount 4")) << i;
+  }
+  d = place_native_gang(f.waiting(), 0, &gang, f.nodes, NodeUsage{});
+  for (const auto& node : d.nodes) EXPECT_TRUE(node);
+  // Three exist where four are needed: none is bound, even with room.
+  f.pods.resize(3);
+  d = place_native_gang(f.waiting(), 0, &gang, f.nodes, NodeUsage{});
+  EXPECT_FALSE(d.nodes[0]);
+  EXPECT_THAT(d.messages[0], HasSubstr("3 of its pods exist, fewer than minCount 4"));
+  // Basic policy: each pod on its own (two fit).
+  const json basic = native_group({{"basic", json::object()}});
+  d = place_native_gang(f.waiting(), 0, &basic, f.nodes, half_taken);
+  EXPECT_TRUE(d.nodes[0] && d.nodes[1]);
+  EXPECT_FALSE(d.nodes[2]);
+  d = place_native_gang(f.waiting(), 0, nullptr, f.nodes, NodeUsage{});
+  EXPECT_FALSE(d.nodes[0]);
+  EXPECT_THAT(d.messages[0], HasSubstr("PodGroup default/gang of pod w0 not found"));
+}
+
+class WorkloadSchedulingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DevClusterOptions options;
+    options.insecure_http = true;
+    options.pools_yaml = R"(pools:
+  - {name: t4, gpuType: T4, gpus: 4, gpusPerNode: 4, gpuGflops: 8100, pricePerGpuHour: 0.35}
+)";
+    options.run_kubelet = false;  // bound pods hold their GPUs until deleted
+    options.workload_scheduling = true;
+    auto started = DevCluster::start(options);
+    ASSERT_TRUE(started) << started.error().message;
+    cluster_ = std::move(*started);
+  }
+  std::uint16_t port() const { return cluster_->port(); }
+  testing::TestResponse send(const std::string& method, const std::string& path,
+                             const json& body = nullptr) {
+    return testing::http_request(port(), method, path, body.is_null() ? "" : body.dump(),
+                                 body.is_null() ? "" : "application/json");
+  }
+  static constexpr const char* kGroups =
+      "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups";
+  void create_pod(json pod) {
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    auto r = send("POST", "/api/v1/namespaces/default/pods", pod);
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+  json pod(const std::string& name) {
+    return json::parse(send("GET", "/api/v1/namespaces/default/pods/" + name).body);
+  }
+  std::string node_of(const std::string& name) { return pod(name)["spec"].value("nodeName", ""); }
+  std::string unschedulable_message(const std::string& name) {
+    const json p = pod(name);
+    for (const auto& c : p.value("status", json::object()).value("conditions", json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "Unschedulable") {
+        return c.value("message", "");
+      }
+    }
+    return {};
+  }
+  std::unique_ptr<DevCluster> cluster_;
+};
+
+// Discovery lists the group with both kinds; a PodGroup is created, read, listed, watched and
+// deleted over HTTP like any built-in object.
+TEST_F(WorkloadSchedulingTest, ServesTheGroupOverHttp) {
+  const json groups = json::parse(send("GET", "/apis").body);
+  bool listed = false;
+  for (const auto& g : groups["groups"]) {
+    if (g["name"] == "scheduling.k8s.io") {
+      listed = true;
+      EXPECT_EQ(g["preferredVersion"]["groupVersion"], "scheduling.k8s.io/v1beta1");
+    }
+  }
+  EXPECT_TRUE(listed) << groups.dump();
+  const json resources = json::parse(send("GET", "/apis/scheduling.k8s.io/v1beta1").body);
+  std::vector<std::string> names;
+  for (const auto& r : resources["resources"]) names.push_back(r["name"]);
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"podgroups", "podgroups/status", "workloads"}));
+
+  testing::TestStream watch(port(), std::string(kGroups) + "?watch=true");
+  ASSERT_EQ(watch.status(), 200);
+  auto created = send("POST", kGroups, native_group(gang_policy(4)));
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto event = watch.next_line(std::chrono::seconds(10));
+  ASSERT_TRUE(event);
+  EXPECT_THAT(*event, HasSubstr("\"ADDED\""));
+  const json got = json::parse(send("GET", std::string(kGroups) + "/gang").body);
+  EXPECT_EQ(got["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
+  EXPECT_EQ(json::parse(send("GET", kGroups).body)["items"].size(), 1u);
+  // minCount may change; the policy kind may not.
+  json changed = got;
+  changed["spec"]["schedulingPolicy"]["gang"]["minCount"] = 2;
+  EXPECT_EQ(send("PUT", std::string(kGroups) + "/gang", changed).status, 200);
+  json basic = json::parse(send("GET", std::string(kGroups) + "/gang").body);
+  basic["spec"]["schedulingPolicy"] = {{"basic", json::object()}};
+  auto refused = send("PUT", std::string(kGroups) + "/gang", basic);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("spec.schedulingPolicy.gang"));
+  EXPECT_EQ(send("DELETE", std::string(kGroups) + "/gang").status, 200);
+  EXPECT_EQ(send("GET", std::string(kGroups) + "/gang").status, 404);
+}
+
+// What kube-apiserver refuses, it refuses, naming the field.
+TEST_F(WorkloadSchedulingTest, RefusesInvalidGroupsWorkloadsAndPodsNamingTheField) {
+  struct Case {
+    json policy;
+    std::string field;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {json::object(), "spec.schedulingPolicy", "must specify one of: `basic`, `gang`"},
+      {{{"basic", json::object()}, {"gang", {{"minCount", 2}}}},
+       "spec.schedulingPolicy",
+       "exactly one of `basic`, `gang` is required"},
+      {{{"gang", json::object()}}, "spec.schedulingPolicy.gang.minCount", "Required value"},
+      {gang_policy(-1), "spec.schedulingPolicy.gang.minCount", "must be greater than zero"},
+  };
+  for (const auto& c : cases) {
+    auto r = send("POST", kGroups, native_group(c.policy, "bad"));
+    EXPECT_EQ(r.status, 422) << c.policy.dump() << " " << r.body;
+    const json status = json::parse(r.body);
+    ASSERT_FALSE(status["details"]["causes"].empty()) << r.body;
+    EXPECT_EQ(status["details"]["causes"][0]["field"], c.field) << r.body;
+    EXPECT_THAT(r.body, HasSubstr(c.message));
+  }
+  json typo = native_group(gang_policy(2), "typo");
+  typo["spec"]["schedulingPolicy"]["gang"]["minCont"] = 2;
+  auto strict = send("POST", std::string(kGroups) + "?fieldValidation=Strict", typo);
+  EXPECT_EQ(strict.status, 400) << strict.body;  // a strict decoding error
+  EXPECT_THAT(strict.body, HasSubstr("spec.schedulingPolicy.gang.minCont"));
+
+  const std::string workloads = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads";
+  json workload = {{"apiVersion", "scheduling.k8s.io/v1beta1"},
+                   {"kind", "Workload"},
+                   {"metadata", {{"name", "w"}}},
+                   {"spec",
+                    {{"podGroupTemplates",
+                      {{{"name", "workers"}, {"schedulingPolicy", gang_policy(4)}},
+                       {{"name", "workers"}, {"schedulingPolicy", gang_policy(0)}}}}}}};
+  auto r = send("POST", workloads, workload);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("spec.podGroupTemplates[1].schedulingPolicy.gang.minCount"));
+  EXPECT_THAT(r.body, HasSubstr("Duplicate value"));
+  workload["spec"]["podGroupTemplates"] = json::array();
+  EXPECT_THAT(send("POST", workloads, workload).body, HasSubstr("must have at least one item"));
+  workload["spec"]["podGroupTemplates"] = {
+      {{"name", "workers"}, {"schedulingPolicy", gang_policy(4)}}};
+  EXPECT_EQ(send("POST", workloads, workload).status, 201);
+
+  json pod = native_pod("p", 1, "Not_A_Name");
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  r = send("POST", "/api/v1/namespaces/default/pods", pod);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("spec.schedulingGroup.podGroupName"));
+}
+
+// The t4 node has 4 GPUs; a pod outside the group holds 2. A gang of 4 one-GPU workers would get
+// 2 of them bound by a scheduler without gang scheduling; here none is bound until the holder
+// goes: then all 4 are. Pods naming a group that does not exist yet wait for it.
+TEST_F(WorkloadSchedulingTest, AGangOfFourIsBoundAllOrNothing) {
+  json holder = gang_pod("holder", 2);
+  holder["metadata"].erase("labels");
+  create_pod(holder);
+  ASSERT_TRUE(eventually([&] { return node_of("holder") == "t4-0"; }));
+  for (int i = 0; i < 4; ++i) create_pod(native_pod("w" + std::to_string(i), 1));
+  ASSERT_TRUE(eventually(
+      [&] { return unschedulable_message("w3").find("not found") != std::string::npos; }));
+  ASSERT_EQ(send("POST", kGroups, native_group(gang_policy(4))).status, 201);
+  ASSERT_TRUE(eventually([&] {
+    for (int i = 0; i < 4; ++i) {
+      if (unschedulable_message("w" + std::to_string(i)).find("fewer than minCount 4") ==
+          std::string::npos)
+        return false;
+    }
+    return true;
+  }));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(node_of("w" + std::to_string(i)), "") << i;
+  EXPECT_THAT(unschedulable_message("w0"), HasSubstr("0 of its pods are bound and 2 more fit"));
+  ASSERT_EQ(send("DELETE", "/api/v1/namespaces/default/pods/holder?gracePeriodSeconds=0").status,
+            200);
+  ASSERT_TRUE(eventually([&] {
+    for (int i = 0; i < 4; ++i) {
+      if (node_of("w" + std::to_string(i)).empty()) return false;
+    }
+    return true;
+  }));
+}
+
+// Without the API, the group is not served and the field means nothing to the scheduler.
+TEST(WorkloadSchedulingOff, TheGroupIsNotServed) {
+  DevClusterOptions options;
+  options.insecure_http = true;
+  options.run_kubelet = false;
+  options.pools_yaml = R"(pools:
+  - {name: t4, gpuType: T4, gpus: 4, gpusPerNode: 4, gpuGflops: 8100, pricePerGpuHour: 0.35}
+)";
+  auto started = DevCluster::start(options);
+  ASSERT_TRUE(started) << started.error().message;
+  const auto groups = testing::http_request((*started)->port(), "GET", "/apis");
+  EXPECT_THAT(groups.body, ::testing::Not(HasSubstr("scheduling.k8s.io")));
 }
 
 }  // namespace

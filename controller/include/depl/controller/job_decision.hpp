@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "depl/controller/gang_scheduling.hpp"
 #include "depl/controller/job_policy.hpp"
 #include "depl/controller/pool_discovery.hpp"
 #include "depl/controller/stoppable_solve.hpp"
@@ -57,9 +58,9 @@ struct JobView {
     int round = -1;
   };
   std::optional<Round> round_without_pods;
-  // Whether the API server serves the coscheduling plugin's PodGroup API (gang_scheduling.hpp):
-  // looked up only for a job that asks for gang scheduling.
-  bool pod_groups_served = false;
+  // Which PodGroup API the API server serves (gang_scheduling.hpp): looked up only for a job that
+  // asks for gang scheduling.
+  GangApi gang_api = GangApi::None;
   std::chrono::system_clock::time_point now;
   // Requested when the controller stops or the job is deleted (solve_cancellation.hpp): a solve
   // in progress is abandoned (stoppable_solve.hpp) and the decision is not carried out.

@@ -149,6 +149,9 @@ struct StoreOptions {
   // admits it: whoever plays the queue (a test, a person) removes the gate, as Kueue does when it
   // admits the pod's group.
   bool kueue_pod_webhook = false;
+  // Serves Kubernetes' Workload and PodGroup API (scheduling.k8s.io/v1beta1), as kube-apiserver
+  // does with the GenericWorkload feature gate and that group-version enabled.
+  bool workload_scheduling = false;
 };
 
 class ApiStore {

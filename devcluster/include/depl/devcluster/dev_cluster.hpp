@@ -60,6 +60,11 @@ struct DevClusterOptions {
   // (scheduling.x-k8s.io/v1alpha1) is served, and the scheduler binds the pods labelled
   // scheduling.x-k8s.io/pod-group=<group> all or nothing, once the group's minMember fit.
   bool coscheduling = false;
+  // Kubernetes' own gang scheduling (1.37, KEP-4671) is on: the Workload and PodGroup API
+  // (scheduling.k8s.io/v1beta1) is served as a built-in group, and the scheduler binds the pods
+  // that name a PodGroup in spec.schedulingGroup.podGroupName all or nothing, once its
+  // spec.schedulingPolicy.gang.minCount fit.
+  bool workload_scheduling = false;
 };
 
 // What a request-matching fault or a request observer looks at (DevCluster::fail_requests_where,
