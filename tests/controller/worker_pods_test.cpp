@@ -85,7 +85,7 @@ TEST(WorkerPods, CarriesTheWorkerContract) {
   EXPECT_EQ(env_of(pod, "KUBEFLOW_TRAINER_SERVER_URL"),
             "http://127.0.0.1:8081/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/"
             "mnist/status?phase=0&rank=1");
-  EXPECT_EQ(env_of(pod, "KUBEFLOW_TRAINER_SERVER_TOKEN"), "/var/run/secrets/depl/progress/token");
+  EXPECT_EQ(env_of(pod, "KUBEFLOW_TRAINER_SERVER_TOKEN"), "/var/run/secrets/kubeflow/trainer/token");
   EXPECT_EQ(env_of(pod, "X"), "1");
 }
 

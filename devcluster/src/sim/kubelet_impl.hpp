@@ -1,8 +1,9 @@
 // The kubelet's state and its parts, shared by the files that implement it: the loop, nodes and
 // pod events (kubelet.cpp), processes (kubelet_processes.cpp), container environments
-// (kubelet_environment.cpp), termination (kubelet_termination.cpp), pod status
-// (kubelet_status.cpp) and logs (kubelet_logs.cpp). Every member function runs on the loop thread
-// with `mutex` held, except where it says otherwise; log readers take `mutex` to read `runs`.
+// (kubelet_environment.cpp), volumes (kubelet_volumes.cpp), termination (kubelet_termination.cpp),
+// pod status (kubelet_status.cpp) and logs (kubelet_logs.cpp). Every member function runs on the
+// loop thread with `mutex` held, except where it says otherwise; log readers take `mutex` to read
+// `runs`.
 #pragma once
 
 #include <signal.h>
@@ -107,6 +108,19 @@ struct Kubelet::Impl {
   // Environment of one container: a minimal base, then envFrom, then env (later wins).
   Expected<std::vector<std::string>> container_env(const PodRun& run, const json& spec,
                                                    std::map<std::string, std::string>& vars);
+
+  // Volumes (kubelet_volumes.cpp). There is no mount namespace: the secret volumes and the
+  // secret sources of projected volumes that `container` mounts are written under
+  // <pod dir>/volumes/<volume> (files read-only), and the answer maps each such mountPath to the
+  // directory (or subPath) that stands in for it. Other volume types are not materialised. An
+  // error (a missing Secret or key that is not optional) keeps the container from starting.
+  Expected<std::map<std::string, std::string>> materialise_volumes(const PodRun& run,
+                                                                   const json& container);
+  // `path` with the longest mount path of `mounts` it lies under replaced by its directory;
+  // `path` itself when none. Environment values and workingDir go through it, so a process finds
+  // a mounted file where its pod spec says it is.
+  static std::string host_path(const std::map<std::string, std::string>& mounts,
+                               const std::string& path);
 
   // Lost nodes, deletion and the grace period (kubelet_termination.cpp).
   void node_lost(PodRun& run);

@@ -94,11 +94,13 @@ void Kubelet::Impl::start_container(PodRun& run, size_t index) {
   c.logs.push_back({log_path, ""});
   const json* spec = container_spec(run, c.name);
   std::map<std::string, std::string> vars;
-  auto env = container_env(run, spec ? *spec : json::object(), vars);
+  auto mounts = materialise_volumes(run, spec ? *spec : json::object());
+  auto env = mounts ? container_env(run, spec ? *spec : json::object(), vars)
+                    : Expected<std::vector<std::string>>(unexpected(mounts.error()));
   if (!env) {
     // Like the real kubelet: wait and try again, the Secret or ConfigMap may appear.
     c.state = ContainerRun::State::Waiting;
-    c.waiting_reason = "CreateContainerConfigError";
+    c.waiting_reason = mounts ? "CreateContainerConfigError" : "ContainerCreating";
     c.waiting_message = env.error().message;
     c.logs.pop_back();
     --c.run_id;
@@ -128,12 +130,18 @@ void Kubelet::Impl::start_container(PodRun& run, size_t index) {
   const auto command = strings("command");
   for (size_t i = 1; i < command.size(); ++i) process.argv.push_back(command[i]);
   for (const auto& a : strings("args")) process.argv.push_back(a);
+  // Values that are paths under a materialised volume's mountPath point at its directory.
+  for (auto& entry : *env) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq + 1 >= entry.size() || entry[eq + 1] != '/') continue;
+    entry = entry.substr(0, eq + 1) + host_path(*mounts, entry.substr(eq + 1));
+  }
   process.env = std::move(*env);
   process.log_path = log_path;
   process.working_dir = run.dir;
   if (spec && spec->contains("workingDir") && (*spec)["workingDir"].is_string()) {
     std::error_code ec;
-    const std::string wd = (*spec)["workingDir"].get<std::string>();
+    const std::string wd = host_path(*mounts, (*spec)["workingDir"].get<std::string>());
     if (fs::is_directory(wd, ec)) process.working_dir = wd;
   }
   auto started = RunningProcess::start(process, [this, uid, index, run_id](ProcessExit exit) {

@@ -381,6 +381,46 @@ TEST_F(DevClusterTest, KubeletResolvesEnvironmentFromSecretsAndConfigMaps) {
   EXPECT_EQ(logs.body, "secret fast default " + ip + "\n");
 }
 
+// Secret and projected volumes are written for the process, which finds their files at the paths
+// its spec names (in its environment and workingDir); a missing Secret holds the container in
+// ContainerCreating until it appears.
+TEST_F(DevClusterTest, KubeletMaterialisesSecretAndProjectedVolumes) {
+  json container =
+      shell_container("cat $TOKEN_FILE; echo; cat $ALL/token $ALL/other; echo; cat token; echo");
+  container["env"] = {
+      {{"name", "TOKEN_FILE"}, {"value", "/var/run/secrets/kubeflow/trainer/token"}},
+      {{"name", "ALL"}, {"value", "/etc/all"}}};
+  container["workingDir"] = "/var/run/secrets/kubeflow/trainer";
+  container["volumeMounts"] = {
+      {{"name", "trainer"}, {"mountPath", "/var/run/secrets/kubeflow/trainer"}, {"readOnly", true}},
+      {{"name", "all"}, {"mountPath", "/etc/all"}}};
+  const json volumes = {
+      {{"name", "trainer"},
+       {"projected",
+        {{"sources",
+          {{{"secret", {{"name", "s"}, {"items", {{{"key", "token"}, {"path", "token"}}}}}}}}}}}},
+      {{"name", "all"}, {"secret", {{"secretName", "s"}}}}};
+  create_pod({{"restartPolicy", "Never"}, {"containers", {container}}, {"volumes", volumes}},
+             "volumes");
+  ASSERT_TRUE(eventually([&] {
+    const json p = pod("volumes");
+    return p.contains("/status/containerStatuses/0/state/waiting/message"_json_pointer) &&
+           p["/status/containerStatuses/0/state/waiting/message"_json_pointer]
+                   .get<std::string>()
+                   .find("secret \"s\" not found") != std::string::npos;
+  })) << pod("volumes").dump();
+  EXPECT_EQ(phase("volumes"), "Pending");
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "s"}}},
+                 {"data", {{"token", "c2VjcmV0"}, {"other", "b3RoZXI="}}}};
+  ASSERT_TRUE(store().create(ResourceRef{"", "v1", "secrets", "default", "", ""}, secret).ok());
+  ASSERT_TRUE(eventually([&] { return phase("volumes") == "Succeeded"; })) << pod("volumes").dump();
+  auto logs = http_request(port(), "GET", "/api/v1/namespaces/default/pods/volumes/log");
+  ASSERT_EQ(logs.status, 200) << logs.body;
+  EXPECT_EQ(logs.body, "secret\nsecretother\nsecret\n");
+}
+
 // A simulated container's log is its one line, kept in memory: simulating a pod writes nothing
 // to disk (a burst of thousands of pods spent more on creating files than on the pods).
 TEST_F(DevClusterTest, SimulatedContainersLogOneLineAndTouchNoDisk) {
@@ -702,23 +742,24 @@ TEST(DevClusterSpotReclaim, PodsGetSigtermAndDisruptionTargetThenTheNodeIsReplac
                            {"value", "spot"},
                            {"effect", "NoSchedule"}};
   auto create = [&](const std::string& name, const std::string& script) {
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", name}, {"namespace", "default"}}},
-                {"spec",
-                 {{"restartPolicy", "Never"},
-                  {"terminationGracePeriodSeconds", 60},
-                  {"tolerations", json::array({toleration})},
-                  {"containers",
-                   {{{"name", "main"}, {"image", "busybox"}, {"command", {"sh", "-c", script}}}}}}}};
+    json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"terminationGracePeriodSeconds", 60},
+          {"tolerations", json::array({toleration})},
+          {"containers",
+           {{{"name", "main"}, {"image", "busybox"}, {"command", {"sh", "-c", script}}}}}}}};
     ASSERT_TRUE(store.create(ResourceRef{"", "v1", "pods", "default", "", ""}, pod).ok());
   };
   create("polite", "trap 'exit 0' TERM; echo ready; while true; do sleep 0.05; done");
   create("stubborn", "trap '' TERM; echo ready; while true; do sleep 0.05; done");
   auto logged_ready = [&](const std::string& name) {
     auto log = store.get(ResourceRef{"", "v1", "pods", "default", name, ""});
-    const std::string phase = log.body.contains("status") ? log.body["status"].value("phase", "")
-                                                           : "";
+    const std::string phase =
+        log.body.contains("status") ? log.body["status"].value("phase", "") : "";
     return phase == "Running" && cluster.container_pid("default", name, "main") > 0;
   };
   ASSERT_TRUE(eventually([&] { return logged_ready("polite") && logged_ready("stubborn"); }));

@@ -22,8 +22,10 @@ inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "depl-operator";
 // Key in the job's token Secret that holds the progress token (progress_token.hpp).
 inline constexpr const char* kTokenKey = "token";
-// Where worker pods find the progress token as a file (kTokenKey in it).
-inline constexpr const char* kProgressTokenDir = "/var/run/secrets/depl/progress";
+// Where worker pods find the progress token as a file (kTokenKey in it): where Kubeflow
+// Trainer's TrainJobStatus plugin mounts its token (/var/run/secrets/kubeflow/trainer/token), so
+// that a callback written for Trainer finds it there too.
+inline constexpr const char* kProgressTokenDir = "/var/run/secrets/kubeflow/trainer";
 
 // The environment variables the operator sets on worker pods (docs/worker-contract.md, section
 // 1). A job's models[].env may add others but not these.
