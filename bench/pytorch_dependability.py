@@ -347,7 +347,10 @@ def main(argv: list[str]) -> int:
                                    "algorithm": algorithm, "plan": describe(plan),
                                    "datasets": plan["datasets"],
                                    "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
-                                   "runs": {str(r.seed): r.losses for r in runs}})
+                                   "runs": {str(r.seed): r.losses for r in runs},
+                                   "cpuSeconds": {str(r.seed): r.cpu_seconds for r in runs}})
+                    if args.curves:  # after every plan: a long run stopped early keeps its part
+                        Path(args.curves).write_text(json.dumps(curves, indent=1))
     cpu = sum(r.cpu_seconds for runs in executed.values() for r in runs)
     print(f"Wall time {time.perf_counter() - began:.0f} s, CPU {cpu:.0f} s in the runs, "
           f"{args.seeds} seeds per plan ({args.hopeless_seeds} for a plan with predicted "
