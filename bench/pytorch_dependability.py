@@ -13,9 +13,12 @@ fresh seeds through the SDK worker (examples/pytorch/train.py, standalone: one p
 `--nproc` the plan's workers, a switch is `--init-from` the previous phase's checkpoint, which
 the worker converts). The copies have no deadline unless --deadline gives one (`job`: the job's
 own, which makes DepL buy a second worker for the `full` phase: the configuration that runs two
-ranks). It reports how many runs reached the target (with a Wilson 95% interval)
-against the promised probability, the predicted and reached mean loss, the model's cost and
-the measured CPU seconds per run, and which plans switched and which datasets they dropped.
+ranks). Each run stops at the first epoch at or below the target, where the operator ends the
+job (docs/depl-model.md section 2, "What is promised"; --run-out trains every plan to its end
+instead, and also reports whether the last epoch met the target). It reports how many runs
+reached the target (with a Wilson 95% interval) against the promised probability, the
+predicted and reached mean loss, the model's cost and the measured CPU seconds per run, and
+which plans switched and which datasets they dropped.
 With --curves it also writes, per plan and epoch, the predicted mean and standard deviation
 (docs/depl-model.md section 2, checked against the plan's own figures) and the real losses, and
 prints the prediction error and the band coverage on these held-out seeds.
@@ -190,8 +193,10 @@ def model_env(job: dict, model: str) -> dict[str, str]:
     raise KeyError(f"models: no variant '{model}'")
 
 
-def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) -> Run:
-    """Runs `plan` with `seed` through the SDK worker, one process (tree) per phase."""
+def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None,
+            target: float | None) -> Run:
+    """Runs `plan` with `seed` through the SDK worker, one process (tree) per phase; with a
+    `target`, stops at the first epoch at or below it, as the operator does."""
     run = Run(seed)
     previous: Path | None = None
     start = 0
@@ -205,6 +210,8 @@ def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) 
             command += ["--nproc", str(nproc)]
         if previous is not None:
             command += ["--init-from", str(previous)]
+        if target is not None:
+            command += ["--target-loss", repr(target)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("DEPL_")}
         env.update(model_env(job, phase["model"]))
         env["DEPL_LOG_LEVEL"] = "WARNING"
@@ -230,6 +237,11 @@ def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None) 
                 run.losses.append(float(record["loss"]))
         start += int(phase["epochs"])
         previous = checkpoints
+        if target is not None and run.losses and run.losses[-1] <= target:
+            if len(run.losses) > start or epochs_to_stop(run.losses, target) != len(run.losses):
+                raise RuntimeError(f"seed {seed}: the worker went on past the target: "
+                                   f"{run.losses}")
+            return run
     if len(run.losses) != start:
         raise RuntimeError(f"seed {seed}: {len(run.losses)} epochs reported, the plan has {start}")
     return run
@@ -246,27 +258,48 @@ def seeds_for(plan: dict, seeds: int, hopeless_seeds: int) -> int:
 
 
 HEADER = ("| target | P | algorithm | plan | dropped | predicted P | predicted loss | cost "
-          "| CPU s/run | reached | 95% interval | mean final loss |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU s/run | reached | 95% interval | epochs to stop | reached at the plan's end "
+          "| mean last loss |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def epochs_to_stop(losses: list[float], target: float) -> int | None:
+    """The first epoch whose loss is at most `target`, where the operator ends the job
+    (docs/depl-model.md section 2, "What is promised"); None when no epoch of the plan is."""
+    for epoch, loss in enumerate(losses, start=1):
+        if loss <= target:
+            return epoch
+    return None
 
 
 def row(target: float, probability: float, algorithm: str, text: str, plan: dict,
-        runs: list[Run] | None, all_datasets: list[str]) -> str:
-    """One line of the results table."""
+        runs: list[list[float]] | None, cpu_seconds: list[float], all_datasets: list[str]) -> str:
+    """One line of the results table; `runs` are the runs' losses after every epoch of the plan.
+    "reached" is the operator's verdict (some epoch at or below the target), "reached at the
+    plan's end" the last epoch's."""
     if runs is None:
-        return f"| {target} | {probability} | {algorithm} | {text} | | | | | | | | |"
+        return f"| {target} | {probability} | {algorithm} | {text} |" + " |" * 10
     dropped = ",".join(d for d in all_datasets if d not in plan["datasets"]) or "-"
     feasible = "" if plan.get("feasible") else " (infeasible: best effort)"
-    finals = [r.losses[-1] for r in runs]
-    reached = sum(1 for f in finals if f <= target)
+    finals = [r[-1] for r in runs]
+    stops = [epochs_to_stop(r, target) for r in runs]
+    reached = sum(1 for s in stops if s is not None)
+    planned = sum(int(p["epochs"]) for p in plan["phases"])
+    # Runs that stopped at the target have no loss at the plan's end.
+    run_out = all(len(r) == planned for r in runs)
+    at_end = sum(1 for f in finals if f <= target)
     lo, hi = wilson(reached, len(runs))
+    # A run that never reaches the target trains the whole plan.
+    to_stop = sum(s if s is not None else len(r) for s, r in zip(stops, runs)) / len(runs)
+    end_cell = f"{at_end}/{len(runs)} = {at_end / len(runs):.3f}" if run_out else "-"
     predicted = plan["predicted"]
     return (f"| {target} | {probability} | {algorithm} | {text}{feasible} | {dropped} "
             f"| {predicted['probability']:.3f} "
             f"| {predicted['lossMean']:.4f} ± {predicted['lossStddev']:.4f} "
             f"| {predicted['cost']:.5f} "
-            f"| {sum(r.cpu_seconds for r in runs) / len(runs):.1f} "
+            f"| {sum(cpu_seconds) / len(cpu_seconds):.1f} "
             f"| {reached}/{len(runs)} = {reached / len(runs):.3f} | [{lo:.3f}, {hi:.3f}] "
+            f"| {to_stop:.1f} of {planned} | {end_cell} "
             f"| {sum(finals) / len(finals):.4f} |")
 
 
@@ -293,6 +326,13 @@ def main(argv: list[str]) -> int:
                         "seconds (default none)")
     parser.add_argument("--curves", default="", help="write per-epoch predictions and losses "
                         "(JSON) to this file and print the prediction error and band coverage")
+    parser.add_argument("--run-out", action="store_true",
+                        help="train every plan to its end, past the target: the whole curves, "
+                        "for the prediction error (default: stop at the first epoch at or below "
+                        "the target, as the operator does)")
+    parser.add_argument("--report", default="", metavar="CURVES",
+                        help="run nothing: print the tables of a --curves file (plans made again "
+                        "with the same --job, --pools and --deadline must match its plans)")
     args = parser.parse_args(argv)
     for flag, value in (("--seeds", args.seeds), ("--hopeless-seeds", args.hopeless_seeds),
                         ("--parallel", args.parallel)):
@@ -304,6 +344,9 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         parser.error(str(e))
     spec = job["spec"]
+    if args.report:
+        print(report(job, Path(args.pools), deadline, json.loads(Path(args.report).read_text())))
+        return 0
     targets = [float(t) for t in args.targets.split(",")] if args.targets else [
         float(spec["target"]["loss"])]
     probabilities = [float(p) for p in args.probabilities.split(",")]
@@ -321,7 +364,7 @@ def main(argv: list[str]) -> int:
                     plan = make_plan(job, Path(args.pools), algorithm, target, probability,
                                      deadline, workdir)
                     if not plan.get("phases"):
-                        print(row(target, probability, algorithm, "no plan", plan, None,
+                        print(row(target, probability, algorithm, "no plan", plan, None, [],
                                   all_datasets), flush=True)
                         continue
                     prediction = predict(spec, plan)
@@ -335,13 +378,16 @@ def main(argv: list[str]) -> int:
                         rundir.mkdir(exist_ok=True)
                         seeds = range(args.first_seed + len(done), args.first_seed + wanted)
                         with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
+                            stop = None if args.run_out else target
                             done += pool.map(
-                                lambda s: execute(job, plan, s, rundir, args.ranks or None), seeds)
+                                lambda s: execute(job, plan, s, rundir, args.ranks or None, stop),
+                                seeds)
                         print(f"# {algorithm} target {target} P {probability}: {describe(plan)} "
                               f"ran {wanted} seeds ({time.perf_counter() - began:.0f} s so far)",
                               file=sys.stderr, flush=True)
                     runs = done[:wanted]
-                    print(row(target, probability, algorithm, describe(plan), plan, runs,
+                    print(row(target, probability, algorithm, describe(plan), plan,
+                              [r.losses for r in runs], [r.cpu_seconds for r in runs],
                               all_datasets), flush=True)
                     curves.append({"target": target, "probability": probability,
                                    "algorithm": algorithm, "plan": describe(plan),
@@ -364,6 +410,27 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def report(job: dict, pools: Path, deadline: float | None, curves: list[dict]) -> str:
+    """Both tables of a --curves file: each entry's plan is made again for its figures."""
+    all_datasets = [d["name"] for d in job["spec"]["datasets"]]
+    lines = [HEADER]
+    with tempfile.TemporaryDirectory(prefix="depl-pt-report-") as tmp:
+        for c in curves:
+            plan = make_plan(job, pools, c["algorithm"], c["target"], c["probability"], deadline,
+                             Path(tmp))
+            if describe(plan) != c["plan"] or plan["datasets"] != c["datasets"]:
+                raise RuntimeError(f"{c['algorithm']} at target {c['target']}, P "
+                                   f"{c['probability']}: the file ran {c['plan']} on "
+                                   f"{c['datasets']}, planning gives {describe(plan)} on "
+                                   f"{plan['datasets']}")
+            seeds = sorted(c["runs"], key=int)
+            cpu = c.get("cpuSeconds", {})
+            lines.append(row(c["target"], c["probability"], c["algorithm"], c["plan"], plan,
+                             [c["runs"][k] for k in seeds],
+                             [cpu[k] for k in seeds if k in cpu] or [math.nan], all_datasets))
+    return "\n".join(lines) + "\n\n" + prediction_table(curves)
+
+
 def prediction_table(curves: list[dict]) -> str:
     """Per distinct plan: the error of the predicted mean in predicted sds at its worst epoch, and
     the share of real losses inside mean ± 1 sd and ± 2 sd over all epochs."""
@@ -379,7 +446,10 @@ def prediction_table(curves: list[dict]) -> str:
             continue
         seen.add(key)
         worst, worst_epoch, squares, n, in1, in2, total = 0.0, 0, 0.0, 0, 0, 0, 0
-        for epoch, mean, sd in c["predicted"]:
+        # Runs stopped at the target end early: only the epochs every run trained count, or
+        # the mean would be over the runs that had not reached it, the worse ones.
+        trained = min(len(r) for r in c["runs"].values())
+        for epoch, mean, sd in c["predicted"][:trained]:
             losses = [r[epoch - 1] for r in c["runs"].values()]
             average = sum(losses) / len(losses)
             error = (average - mean) / sd if sd > 0 else math.inf

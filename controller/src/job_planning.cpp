@@ -470,8 +470,11 @@ bool plan_if_needed(DecisionState& state) {
       status.observed_generation && *status.observed_generation != state.generation;
   const bool running = plan && progress.epoch > 0;
 
+  // The first epoch at or below the target ends the job, whether or not it re-plans: the
+  // promise is to reach the target (docs/depl-model.md section 2), and the epochs after it could
+  // only cost more and, past the curve's bottom, lose the model that met it.
   if (plan && solver_plan && progress.loss && *progress.loss <= state.full.target.loss &&
-      state.replans_on_deviation() && !spec_changed) {
+      !spec_changed) {
     end_at_target(state, *plan, *solver_plan);
     return false;
   }

@@ -171,10 +171,18 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
   double sum_cost_squared = 0;
   double sum_interruptions = 0;
   int reached = 0;
+  int reached_stopping = 0;
   int on_time = 0;
+  std::size_t total_epochs = 0;
+  for (const PhaseProcess& pp : phases) total_epochs += static_cast<std::size_t>(pp.epochs);
+  // When each epoch ends in this run (interrupted plans only): an epoch that meets the target
+  // counts for the operator only if it ends by the deadline.
+  std::vector<double> epoch_ends;
+  epoch_ends.reserve(interrupted ? total_epochs : 0);
   for (int run = 0; run < options.runs; ++run) {
     double seconds = figures.duration_seconds;
     double cost = figures.cost;
+    epoch_ends.clear();
     if (interrupted) {
       seconds = 0;
       cost = 0;
@@ -184,18 +192,19 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
         for (int epoch = 0; epoch < pp.epochs; ++epoch) {
           if (!(e.rate > 0)) {
             phase_seconds += e.epoch_seconds;
-            continue;
-          }
-          // Attempts until one runs a whole epoch; each interrupted one loses what it ran.
-          for (;;) {
-            const double x = reclaims.exponential(e.rate);
-            if (x >= e.epoch_seconds) {
-              phase_seconds += e.epoch_seconds;
-              break;
+          } else {
+            // Attempts until one runs a whole epoch; each interrupted one loses what it ran.
+            for (;;) {
+              const double x = reclaims.exponential(e.rate);
+              if (x >= e.epoch_seconds) {
+                phase_seconds += e.epoch_seconds;
+                break;
+              }
+              phase_seconds += x + e.restart_seconds;
+              sum_interruptions += 1;
             }
-            phase_seconds += x + e.restart_seconds;
-            sum_interruptions += 1;
           }
+          epoch_ends.push_back(seconds + phase_seconds);
         }
         seconds += phase_seconds;
         cost += pp.cost_per_second * phase_seconds;
@@ -208,21 +217,29 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
     if (in_time) ++on_time;
     double loss = start_mean;
     if (start_stddev > 0) loss += start_stddev * noise.unit();
+    bool passed = false;  // some epoch ended at or below the target, by the deadline
+    std::size_t epoch_index = 0;
     for (const PhaseProcess& pp : phases) {
       loss += pp.jump_mean;
       if (pp.jump_stddev > 0) loss += pp.jump_stddev * noise.unit();
-      for (int e = 0; e < pp.epochs; ++e) {
+      for (int e = 0; e < pp.epochs; ++e, ++epoch_index) {
         loss = pp.floor + (loss - pp.floor) * pp.rho;
         if (pp.sigma > 0) loss += pp.sigma * noise.unit();
+        if (!passed && loss <= target) {
+          passed = epoch_ends.empty() || !deadline || epoch_ends[epoch_index] <= *deadline;
+        }
       }
     }
     sum_final += loss;
     if (loss <= target && in_time) ++reached;
+    if (passed) ++reached_stopping;
   }
 
   result.runs = options.runs;
   result.reached = reached;
   result.probability = static_cast<double>(reached) / options.runs;
+  result.reached_stopping_at_target = reached_stopping;
+  result.probability_stopping_at_target = static_cast<double>(reached_stopping) / options.runs;
   result.standard_error = std::sqrt(result.probability * (1 - result.probability) / options.runs);
   const Interval interval = wilson_interval(reached, options.runs);
   result.interval_low = interval.low;

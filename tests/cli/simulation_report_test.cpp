@@ -25,6 +25,8 @@ TEST(SimulationJson, KeysAndValues) {
   EXPECT_EQ(j["interval"][1].get<double>(), s.interval_high);
   EXPECT_EQ(j.at("runs"), 5'000);
   EXPECT_EQ(j.at("reached"), s.reached);
+  EXPECT_EQ(j.at("reachedStoppingAtTarget"), s.reached_stopping_at_target);
+  EXPECT_EQ(j.at("probabilityStoppingAtTarget").get<double>(), s.probability_stopping_at_target);
   EXPECT_EQ(j.at("seed"), 17);
   EXPECT_EQ(j.at("noise"), "student-t");
   EXPECT_EQ(j.at("plan").at("feasible"), true);
@@ -41,6 +43,7 @@ TEST(SimulationTable, PredictedVersusSimulated) {
   EXPECT_THAT(table, HasSubstr("Predicted"));
   EXPECT_THAT(table, HasSubstr("Simulated"));
   EXPECT_THAT(table, HasSubstr(fmt::format("[{:.4f}, {:.4f}]", s.interval_low, s.interval_high)));
+  EXPECT_THAT(table, HasSubstr("Stopping at target"));
 }
 
 TEST(NoiseNames, RoundTripAndReject) {

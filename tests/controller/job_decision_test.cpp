@@ -440,21 +440,22 @@ TEST(JobDecision, WalksThroughPhasesToTargetReached) {
   for (std::size_t phase = 0; phase < plan.phases.size(); ++phase) {
     plan = *plan_from_json(v.job["status"]);
     epoch += plan.phases[phase].epochs;
-    const double loss = phase + 1 == plan.phases.size() ? 0.3 : 1.0;
-    report(v, epoch, loss);
-    apply(v, decide(v, options()));
+    const bool last = phase + 1 == plan.phases.size();
+    report(v, epoch, last ? 0.3 : 1.0);
+    Decision reported = decide(v, options());
+    apply(v, reported);
+    if (last) {  // the report that meets the target ends the job
+      EXPECT_TRUE(has_event(reported, "TargetReached"));
+      break;
+    }
     set_pods_phase(v, "Succeeded");
     Decision done = decide(v, options());
     apply(v, done);
-    if (phase + 1 < plan.phases.size()) {
-      EXPECT_TRUE(has_event(done, "PhaseCompleted"));
-      EXPECT_EQ(v.job["status"]["progress"]["phase"], phase + 1);
-      Decision next = decide(v, options());
-      apply(v, next);
-      EXPECT_TRUE(has_event(next, "PhaseStarted"));
-    } else {
-      EXPECT_TRUE(has_event(done, "TargetReached"));
-    }
+    EXPECT_TRUE(has_event(done, "PhaseCompleted"));
+    EXPECT_EQ(v.job["status"]["progress"]["phase"], phase + 1);
+    Decision next = decide(v, options());
+    apply(v, next);
+    EXPECT_TRUE(has_event(next, "PhaseStarted"));
   }
   EXPECT_EQ(v.job["status"]["phase"], "Succeeded");
   EXPECT_EQ(condition_status(v.job["status"], "Succeeded"), true);
@@ -481,6 +482,25 @@ TEST(JobDecision, TargetReachedMidPhaseEndsTheJobAndCutsThePlan) {
   EXPECT_DOUBLE_EQ(cut.cost, (*d.status)["progress"]["cost"].get<double>());
   EXPECT_LT(cut.cost, first.cost);
   EXPECT_DOUBLE_EQ(cut.probability, 1.0);
+}
+
+TEST(JobDecision, AJobThatNeverReplansStillEndsAtTheFirstEpochThatMeetsTheTarget) {
+  // Training on past the target only costs, and past the curve's bottom the loss rises again:
+  // a plan kept as first made still stops where the promise is met.
+  JobView v = view_with_nodes();
+  v.job["spec"]["replan"] = "Never";
+  apply(v, decide(v, options()));
+  const PlanRecord first = *plan_from_json(v.job["status"]);
+  ASSERT_GT(first.phases[0].epochs, 3);
+  report(v, 3, 0.3);
+  Decision d = decide(v, options());
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ((*d.status)["phase"], "Succeeded");
+  EXPECT_TRUE(has_event(d, "TargetReached"));
+  EXPECT_EQ(d.remove.size(), v.owned_pods.size());
+  const PlanRecord cut = *plan_from_json(*d.status);
+  ASSERT_EQ(cut.phases.size(), 1u);
+  EXPECT_EQ(cut.phases[0].epochs, 3);
 }
 
 TEST(JobDecision, ReportsOnCourseKeepThePlanInForce) {

@@ -116,3 +116,50 @@ def test_the_recursion_counts_clean_samples_and_raises_the_floor_with_wrong_labe
     for d in clean["datasets"]:
         d.pop("labelNoise", None)
     assert bench.predict(clean, plan)[-1].mean < floor - 0.05
+
+
+def test_a_run_reaches_the_target_at_its_first_epoch_at_or_below_it():
+    # The operator ends the job there (docs/depl-model.md section 2, "What is promised").
+    assert bench.epochs_to_stop([0.6, 0.45, 0.41, 0.43], 0.42) == 3
+    assert bench.epochs_to_stop([0.6, 0.42], 0.42) == 2
+    assert bench.epochs_to_stop([0.6, 0.45], 0.42) is None
+
+
+def test_the_row_counts_runs_that_passed_the_target_and_rose_again():
+    plan = {"datasets": ["a"], "feasible": True, "phases": [{"epochs": 3}],
+            "predicted": {"probability": 0.95, "lossMean": 0.38, "lossStddev": 0.02, "cost": 0.007}}
+    runs = [[0.5, 0.41, 0.44],   # passed at epoch 2, ended above: reached for the operator
+            [0.5, 0.45, 0.41],   # passed at its last epoch
+            [0.5, 0.45, 0.43]]   # never
+    line = bench.row(0.42, 0.95, "depl", "half x3", plan, runs, [1.0, 2.0, 3.0], ["a", "b"])
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[4] == "b"                    # dropped
+    assert cells[8] == "2.0"                  # CPU s per run
+    assert cells[9] == "2/3 = 0.667"          # reached, stopping at the target
+    assert cells[11] == "2.7 of 3"            # epochs to stop: 2, 3 and the whole plan
+    assert cells[12] == "1/3 = 0.333"         # reached at the plan's end
+    assert cells[13] == "0.4267"              # mean last loss
+    stopped = [r[:bench.epochs_to_stop(r, 0.42) or 3] for r in runs]  # as the bench runs them
+    cells = [c.strip() for c in bench.row(0.42, 0.95, "depl", "half x3", plan, stopped,
+                                          [1.0, 2.0, 3.0], ["a"]).strip("|").split("|")]
+    assert cells[9] == "2/3 = 0.667" and cells[11] == "2.7 of 3"
+    assert cells[12] == "-"                   # no loss at the plan's end for stopped runs
+
+
+@needs_cli
+def test_the_report_of_a_curves_file_plans_again_and_refuses_a_plan_that_differs(tmp_path):
+    job = yaml.safe_load((REPO / "examples" / "pytorch" / "job.yaml").read_text())
+    pools = REPO / "examples" / "pytorch" / "pools.yaml"
+    plan = bench.make_plan(job, pools, "depl", 0.44, 0.9, None, tmp_path)
+    epochs = sum(int(p["epochs"]) for p in plan["phases"])
+    prediction = bench.predict(job["spec"], plan)
+    entry = {"target": 0.44, "probability": 0.9, "algorithm": "depl", "plan": bench.describe(plan),
+             "datasets": plan["datasets"],
+             "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
+             "runs": {"1001": [0.5] * (epochs - 1) + [0.43], "1002": [0.45] * epochs},
+             "cpuSeconds": {"1001": 10.0, "1002": 12.0}}
+    text = bench.report(job, pools, None, [entry])
+    assert "| 1/2 = 0.500 |" in text and "| 11.0 |" in text
+    entry["plan"] = "full x1"
+    with pytest.raises(RuntimeError, match="planning gives"):
+        bench.report(job, pools, None, [entry])

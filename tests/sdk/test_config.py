@@ -135,6 +135,16 @@ def test_nproc_is_refused_under_the_operator():
         parse(["--nproc", "2"], OPERATOR)
 
 
+def test_target_loss_is_a_positive_number_and_refused_under_the_operator():
+    assert parse(["--target-loss", "0.42"]).target_loss == 0.42
+    assert parse([]).target_loss is None
+    for bad in ("0", "-1", "low"):
+        with pytest.raises(ConfigError, match="--target-loss"):
+            parse(["--target-loss", bad])
+    with pytest.raises(ConfigError, match="--target-loss: the operator ends the job"):
+        parse(["--target-loss", "0.42"], OPERATOR)
+
+
 def test_the_scripts_own_options_land_in_options():
     def options(group, env):
         group.add_argument("--batch-size", type=int, default=int(env.get("BATCH", "128")))

@@ -43,6 +43,21 @@ def test_a_resumed_run_repeats_an_uninterrupted_one_exactly(capsys, tmp_path):
     assert losses(first + rest) == losses(whole)
 
 
+def test_target_loss_stops_at_the_first_epoch_at_or_below_it_with_its_checkpoint(capsys, tmp_path):
+    # Standalone, the run ends where the operator would end the job: the first epoch whose loss
+    # meets the target, with that epoch's checkpoint.
+    _, whole, _ = run(capsys, ["--epochs", "5", "--seed", "5"])
+    target = whole[2]["loss"]
+    assert whole[1]["loss"] > target  # the tiny job's loss falls: epoch 3 is the first at it
+    checkpoints = str(tmp_path / "c")
+    code, lines, err = run(capsys, ["--epochs", "5", "--seed", "5", "--target-loss", str(target),
+                                    "--checkpoint-dir", checkpoints])
+    assert code == 0 and "event=target_reached epoch=3" in err
+    assert losses(lines) == losses(whole[:3])
+    code, rest, _ = run(capsys, ["--epochs", "5", "--seed", "5", "--checkpoint-dir", checkpoints])
+    assert code == 0 and losses(rest) == losses(whole[3:])  # the checkpoint held epoch 3
+
+
 def test_a_finished_phase_exits_at_once(capsys, tmp_path):
     checkpoints = str(tmp_path / "c")
     run(capsys, ["--epochs", "2", "--checkpoint-dir", checkpoints])

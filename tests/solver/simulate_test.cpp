@@ -160,6 +160,37 @@ TEST(Simulate, ZeroNoiseIsDeterministicAndFollowsTheMean) {
   EXPECT_DOUBLE_EQ(r.predicted_probability, 0.0);
 }
 
+// The operator stops at the first epoch at or below the target (docs/depl-model.md section 2,
+// "What is promised"): a run that passes the target and then rises above it (here a switch whose
+// jump is larger than what the next epoch wins back) reached it, though its final loss did not.
+TEST(Simulate, ARunThatPassesTheTargetAndRisesAgainReachedItForTheOperator) {
+  Problem p = base_problem();
+  for (auto& m : p.models) m.loss.noise_stddev = 0;
+  p.switching[0].jump_mean = 1.0;
+  p.switching[0].jump_stddev = 0;
+  const Plan before{{0}, {{1, 2, 1, 1}}};
+  const Plan plan{{0}, {{1, 2, 1, 1}, {0, 1, 0, 1}}};
+  const double passed = evaluate(p, before).loss_mean;
+  const double final_loss = evaluate(p, plan).loss_mean;
+  ASSERT_GT(final_loss, passed + 0.01);
+  p.target.loss = (passed + final_loss) / 2;
+  const SimulationResult r = simulate(p, plan, {500, 5, Noise::Gaussian});
+  EXPECT_EQ(r.reached, 0);
+  EXPECT_EQ(r.reached_stopping_at_target, 500);
+  EXPECT_DOUBLE_EQ(r.probability_stopping_at_target, 1.0);
+}
+
+// With noise, every run that ends at or below the target passed it at its last epoch at the
+// latest; a long plan near its floor also passes it earlier in runs that end above it.
+TEST(Simulate, StoppingAtTheTargetReachesItAtLeastAsOftenAsTheFinalLoss) {
+  Problem p = base_problem();
+  const Plan plan{{0, 1}, {{1, 6, 1, 1}, {0, 12, 0, 4}}};
+  set_target_at(p, plan, 0.0);
+  const SimulationResult r = simulate(p, plan, {20'000, 11, Noise::Gaussian});
+  EXPECT_GE(r.reached_stopping_at_target, r.reached);
+  EXPECT_GT(r.probability_stopping_at_target, r.probability + 0.05);
+}
+
 // The noise floor (section 5 draws the evaluator's update): without noise a run on a selection
 // with wrong labels ends exactly at the evaluator's mean, which the wrong labels raise.
 TEST(Simulate, WrongLabelsRaiseTheSimulatedFloorAsTheEvaluatorsDoes) {

@@ -39,6 +39,8 @@ nlohmann::json simulation_to_json(const solver::Problem& problem, const solver::
       {"standardError", simulation.standard_error},
       {"runs", simulation.runs},
       {"reached", simulation.reached},
+      {"reachedStoppingAtTarget", simulation.reached_stopping_at_target},
+      {"probabilityStoppingAtTarget", simulation.probability_stopping_at_target},
       {"seed", options.seed},
       {"noise", noise_name(options.noise)},
       {"meanFinalLoss", simulation.mean_final_loss},
@@ -69,7 +71,12 @@ std::string simulation_to_table(const solver::Problem& problem, const solver::So
   table.add_row({"Simulated", format_probability(s.probability),
                  fmt::format("[{:.4f}, {:.4f}]", s.interval_low, s.interval_high),
                  fmt::format("{:.5g}", s.mean_final_loss)});
+  const solver::Interval stopping = solver::wilson_interval(s.reached_stopping_at_target, s.runs);
+  table.add_row({"Stopping at target", format_probability(s.probability_stopping_at_target),
+                 fmt::format("[{:.4f}, {:.4f}]", stopping.low, stopping.high), ""});
   out += table.render(2);
+  out += "  (The operator stops at the first epoch at or below the target: \"Stopping at "
+         "target\" counts those runs.)\n";
   const bool interrupted = figures.interruptions > 0;
   out += fmt::format("\n  Reached the target{} in {} of {} runs (standard error {:.4f}).\n",
                      interrupted && problem.target.deadline_seconds ? " by the deadline" : "",

@@ -44,6 +44,7 @@ class RunConfig:
     checkpoint_dir: str | None = None
     init_from: str | None = None
     eval_initial: bool = False
+    target_loss: float | None = None  # standalone: stop at the first epoch at or below it
     nproc: int = 1  # standalone: ranks to launch on this machine
     world_size: int = 1
     rank: int = 0
@@ -122,6 +123,9 @@ def build_parser(prog: str, description: str | None, options: OptionsHook | None
     contract.add_argument("--eval-initial", action="store_true",
                           help="also report the loss before the first epoch (with --epochs 0: "
                                "only evaluate)")
+    contract.add_argument("--target-loss", type=_positive_number("--target-loss"), default=None,
+                          help="stop after the first epoch whose loss is at most this, as the "
+                          "operator ends a job at its target")
     contract.add_argument("--nproc", type=_bounded_int("--nproc", 1, MAX_WORLD_SIZE), default=1,
                           help="run this many data-parallel ranks on this machine")
     contract.add_argument("--peer-timeout", type=_positive_number("--peer-timeout"), default=None,
@@ -138,7 +142,7 @@ def build_parser(prog: str, description: str | None, options: OptionsHook | None
 
 
 _CONTRACT_DESTS = {"model", "epochs", "start_epoch", "datasets", "seed", "checkpoint_dir",
-                   "init_from", "eval_initial", "nproc", "peer_timeout", "threads", "device"}
+                   "init_from", "eval_initial", "target_loss", "nproc", "peer_timeout", "threads", "device"}
 
 
 def _check_model(name: str, where: str, models: Sequence[str] | None) -> str:
@@ -203,6 +207,9 @@ def _apply_operator_environment(config: RunConfig, env: Mapping[str, str],
     profile = envvars.json_object(env, "DEPL_LOSS_PROFILE", "the loss profile the plan assumed")
     config.operator = OperatorInfo(job, namespace, phase, url, token, profile)
     config.progress_retry = _progress_retry(env)
+    if config.target_loss is not None:
+        raise ConfigError("--target-loss: the operator ends the job at spec.target.loss; drop "
+                          "--target-loss when DEPL_JOB is set")
     if config.nproc != 1:
         raise ConfigError("--nproc: the operator starts one pod per rank; drop --nproc when "
                           "DEPL_JOB is set")
@@ -233,7 +240,7 @@ def parse_run_config(argv: Sequence[str], env: Mapping[str, str], *, prog: str =
                              envvars.integer(env, "DEPL_SEED", 1, 0, 2**63 - 1)),
                        checkpoint_dir=parsed.checkpoint_dir,
                        init_from=parsed.init_from, eval_initial=parsed.eval_initial,
-                       nproc=parsed.nproc)
+                       target_loss=parsed.target_loss, nproc=parsed.nproc)
     config.options = argparse.Namespace(
         **{k: v for k, v in vars(parsed).items() if k not in _CONTRACT_DESTS})
     config.peer_timeout = (parsed.peer_timeout if parsed.peer_timeout is not None else

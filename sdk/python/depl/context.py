@@ -330,6 +330,10 @@ class Context:
     def _decide(self, epoch: int, loss: float) -> int:
         planned = _STOP if epoch >= self.end_epoch else _GO_ON
         if self._reporter is None:
+            target = self._config.target_loss
+            if target is not None and loss <= target:  # standalone: as the operator would
+                log.info("event=target_reached epoch=%d loss=%.6g target=%.6g", epoch, loss, target)
+                return _STOP
             return planned
         action = self._reporter.post(epoch, loss)
         if action is Action.CHECKPOINT_AND_EXIT:

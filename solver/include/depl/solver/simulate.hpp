@@ -25,6 +25,11 @@ struct SimulationResult {
   // duration <= T_max.
   int reached = 0;
   double probability = 0;      // reached / runs
+  // Runs whose loss after some epoch <= L* (that epoch done by the deadline, for a plan with
+  // interruptions and a deadline): what the operator counts, as it stops at the first such
+  // epoch (docs/depl-model.md section 2, "What is promised"). At least `reached`.
+  int reached_stopping_at_target = 0;
+  double probability_stopping_at_target = 0;
   double interval_low = 0;     // Wilson 95% interval
   double interval_high = 0;
   double standard_error = 0;   // sqrt(p (1-p) / runs)
