@@ -182,6 +182,7 @@ def describe(plan: dict) -> str:
 class Run:
     seed: int
     losses: list[float] = field(default_factory=list)  # after epochs 1..T
+    held_out: float | None = None  # the last checkpoint's loss on test images it never validated on
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
 
@@ -193,10 +194,58 @@ def model_env(job: dict, model: str) -> dict[str, str]:
     raise KeyError(f"models: no variant '{model}'")
 
 
+def worker(command: list[str], job: dict, model: str, what: str) -> tuple[str, float]:
+    """Runs one worker process (tree) with the model's env: its stdout and the CPU seconds of
+    its processes (`wait4`, its ranks included)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEPL_")}
+    env.update(model_env(job, model))
+    env["DEPL_LOG_LEVEL"] = "WARNING"
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             text=True)
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.append(child.stderr.read()))
+    reader.start()
+    out = child.stdout.read()
+    reader.join()
+    _, status, usage = os.wait4(child.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{what} exited {code}: {''.join(errors)[-2000:]}")
+    return out, usage.ru_utime + usage.ru_stime
+
+
+def held_out_loss(job: dict, plan: dict, model: str, checkpoint: Path, epoch: int,
+                  images: int) -> float:
+    """The loss of the checkpoint a run ended with on `images` test images after the ones the
+    runs validate on (the model's DEPL_TEST_SAMPLES): images no stopping decision looked at."""
+    validated = int(model_env(job, model).get("DEPL_TEST_SAMPLES", "10000"))
+    out, _ = worker([PYTHON, str(TRAIN), "--model", model, "--init-from", str(checkpoint),
+                     "--start-epoch", str(epoch), "--epochs", "0", "--eval-initial",
+                     "--datasets", ",".join(plan["datasets"]), "--test-first", str(validated),
+                     "--test-samples", str(images), "--threads", "1"], job, model,
+                    f"the held-out evaluation of {checkpoint}")
+    return float(json.loads(out.splitlines()[0])["loss"])
+
+
 def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None,
-            target: float | None) -> Run:
+            target: float | None, held_out: int = 0) -> Run:
     """Runs `plan` with `seed` through the SDK worker, one process (tree) per phase; with a
-    `target`, stops at the first epoch at or below it, as the operator does."""
+    `target`, stops at the first epoch at or below it, as the operator does; with `held_out`
+    images, evaluates the checkpoint the run ends with on them."""
+    run = _train(job, plan, seed, workdir, ranks, target)
+    if held_out:
+        phases, epochs = plan["phases"], 0
+        for i, phase in enumerate(phases):
+            epochs += int(phase["epochs"])
+            if epochs >= len(run.losses):
+                run.held_out = held_out_loss(job, plan, phase["model"], workdir / f"s{seed}-p{i}",
+                                             len(run.losses), held_out)
+                break
+    return run
+
+
+def _train(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None,
+           target: float | None) -> Run:
     run = Run(seed)
     previous: Path | None = None
     start = 0
@@ -212,25 +261,10 @@ def execute(job: dict, plan: dict, seed: int, workdir: Path, ranks: int | None,
             command += ["--init-from", str(previous)]
         if target is not None:
             command += ["--target-loss", repr(target)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DEPL_")}
-        env.update(model_env(job, phase["model"]))
-        env["DEPL_LOG_LEVEL"] = "WARNING"
         began = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 text=True)
-        errors: list[str] = []
-        reader = threading.Thread(target=lambda: errors.append(child.stderr.read()))
-        reader.start()
-        out = child.stdout.read()
-        reader.join()
-        # wait4 rather than wait: the rusage of the phase's processes (its ranks included).
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        out, cpu = worker(command, job, phase["model"], f"seed {seed} phase {i} ({phase['model']})")
         run.wall_seconds += time.perf_counter() - began
-        run.cpu_seconds += usage.ru_utime + usage.ru_stime
-        if child.returncode != 0:
-            raise RuntimeError(f"seed {seed} phase {i} ({phase['model']}) exited "
-                               f"{child.returncode}: {''.join(errors)[-2000:]}")
+        run.cpu_seconds += cpu
         for line in out.splitlines():
             record = json.loads(line)
             if record["epoch"] > start:
@@ -330,6 +364,9 @@ def main(argv: list[str]) -> int:
                         help="train every plan to its end, past the target: the whole curves, "
                         "for the prediction error (default: stop at the first epoch at or below "
                         "the target, as the operator does)")
+    parser.add_argument("--held-out", type=int, default=0, metavar="N",
+                        help="also evaluate the checkpoint each run ends with on N test images "
+                        "after the ones the runs validate on (default 0: no)")
     parser.add_argument("--report", default="", metavar="CURVES",
                         help="run nothing: print the tables of a --curves file (plans made again "
                         "with the same --job, --pools and --deadline must match its plans)")
@@ -338,6 +375,8 @@ def main(argv: list[str]) -> int:
                         ("--parallel", args.parallel)):
         if value < 1:
             parser.error(f"{flag}: want at least 1, got {value}")
+    if args.held_out < 0:
+        parser.error(f"--held-out: want 0 or more images, got {args.held_out}")
     job = yaml.safe_load(Path(args.job).read_text())
     try:
         deadline = deadline_of(job, args.deadline)
@@ -380,8 +419,8 @@ def main(argv: list[str]) -> int:
                         with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
                             stop = None if args.run_out else target
                             done += pool.map(
-                                lambda s: execute(job, plan, s, rundir, args.ranks or None, stop),
-                                seeds)
+                                lambda s: execute(job, plan, s, rundir, args.ranks or None, stop,
+                                                  args.held_out), seeds)
                         print(f"# {algorithm} target {target} P {probability}: {describe(plan)} "
                               f"ran {wanted} seeds ({time.perf_counter() - began:.0f} s so far)",
                               file=sys.stderr, flush=True)
@@ -394,7 +433,9 @@ def main(argv: list[str]) -> int:
                                    "datasets": plan["datasets"],
                                    "predicted": [[p.epoch, p.mean, p.sd] for p in prediction],
                                    "runs": {str(r.seed): r.losses for r in runs},
-                                   "cpuSeconds": {str(r.seed): r.cpu_seconds for r in runs}})
+                                   "cpuSeconds": {str(r.seed): r.cpu_seconds for r in runs},
+                                   "heldOut": {str(r.seed): r.held_out for r in runs
+                                               if r.held_out is not None}})
                     if args.curves:  # after every plan: a long run stopped early keeps its part
                         Path(args.curves).write_text(json.dumps(curves, indent=1))
     cpu = sum(r.cpu_seconds for runs in executed.values() for r in runs)
@@ -405,8 +446,10 @@ def main(argv: list[str]) -> int:
           f"{args.ranks if args.ranks else 'as planned'}")
     if args.curves:
         Path(args.curves).write_text(json.dumps(curves, indent=1))
-        print()
-        print(prediction_table(curves))
+    for table in (held_out_table(curves), prediction_table(curves) if args.curves else ""):
+        if table:
+            print()
+            print(table)
     return 0
 
 
@@ -428,7 +471,31 @@ def report(job: dict, pools: Path, deadline: float | None, curves: list[dict]) -
             lines.append(row(c["target"], c["probability"], c["algorithm"], c["plan"], plan,
                              [c["runs"][k] for k in seeds],
                              [cpu[k] for k in seeds if k in cpu] or [math.nan], all_datasets))
-    return "\n".join(lines) + "\n\n" + prediction_table(curves)
+    return "\n\n".join(t for t in ("\n".join(lines), held_out_table(curves),
+                                    prediction_table(curves)) if t)
+
+
+def held_out_table(curves: list[dict]) -> str:
+    """Per plan run with --held-out: the validation loss the runs ended at (where a run stopped,
+    chosen by it) against the same checkpoints' loss on test images no decision looked at."""
+    lines = ["| target | P | algorithm | plan | runs | last validation loss (mean) "
+             "| held-out loss (mean) | held-out - validation (mean ± sd) | held-out at or below "
+             "the target |", "|---|---|---|---|---|---|---|---|---|"]
+    for c in curves:
+        held = c.get("heldOut", {})
+        seeds = [k for k in c["runs"] if k in held]
+        if not seeds:
+            continue
+        last = [c["runs"][k][-1] for k in seeds]
+        out = [held[k] for k in seeds]
+        gaps = [h - v for h, v in zip(out, last)]
+        mean_gap = sum(gaps) / len(gaps)
+        sd = math.sqrt(sum((g - mean_gap) ** 2 for g in gaps) / max(1, len(gaps) - 1))
+        below = sum(1 for h in out if h <= c["target"])
+        lines.append(f"| {c['target']} | {c['probability']} | {c['algorithm']} | {c['plan']} "
+                     f"| {len(seeds)} | {sum(last) / len(last):.4f} | {sum(out) / len(out):.4f} "
+                     f"| {mean_gap:+.4f} ± {sd:.4f} | {below}/{len(seeds)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def prediction_table(curves: list[dict]) -> str:

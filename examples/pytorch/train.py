@@ -50,7 +50,11 @@ def options(group, e) -> None:
     group.add_argument("--test-samples", type=int,
                        default=settings.integer(e, "DEPL_TEST_SAMPLES", 10000, 1,
                                                 fashion_mnist.TEST_IMAGES),
-                       help="validate on the first N test images (env DEPL_TEST_SAMPLES; 10000)")
+                       help="validate on N test images (env DEPL_TEST_SAMPLES; 10000)")
+    group.add_argument("--test-first", type=int,
+                       default=settings.integer(e, "DEPL_TEST_FIRST", 0, 0,
+                                                fashion_mnist.TEST_IMAGES - 1),
+                       help="the first of them: test images K .. K+N-1 (env DEPL_TEST_FIRST; 0)")
     group.add_argument("--batch-size", type=int,
                        default=settings.integer(e, "DEPL_BATCH_SIZE", 128, 1, 1 << 20),
                        help="global batch: samples per step over all ranks (env DEPL_BATCH_SIZE; 128)")
@@ -63,6 +67,9 @@ def load_data(ctx: depl.Context):
     o = ctx.options
     if not 1 <= o.test_samples <= fashion_mnist.TEST_IMAGES:
         raise depl.ConfigError(f"--test-samples: want 1..{fashion_mnist.TEST_IMAGES}, got {o.test_samples}")
+    if not 0 <= o.test_first <= fashion_mnist.TEST_IMAGES - o.test_samples:
+        raise depl.ConfigError(f"--test-first: want 0..{fashion_mnist.TEST_IMAGES - o.test_samples} "
+                               f"with --test-samples {o.test_samples}, got {o.test_first}")
     layout = shards.layout_from_spec(o.shards, fashion_mnist.TRAIN_IMAGES, "--shards/DEPL_SHARDS")
     if o.label_noise:
         layout = shards.apply_label_noise(layout, o.label_noise, "--label-noise/DEPL_LABEL_NOISE")
@@ -70,7 +77,8 @@ def load_data(ctx: depl.Context):
     try:
         images, labels = fashion_mnist.load(o.data_dir, "train", shards.rows_needed(layout, names))
         rows, train_labels = shards.select(layout, names, labels, fashion_mnist.CLASSES)
-        test_images, test_labels = fashion_mnist.load(o.data_dir, "test", o.test_samples)
+        test_images, test_labels = fashion_mnist.load(o.data_dir, "test", o.test_first + o.test_samples)
+        test_images, test_labels = test_images[o.test_first:], test_labels[o.test_first:]
     except fashion_mnist.DataError as e:
         raise depl.ConfigError(str(e)) from None
     train = TensorDataset(fashion_mnist.to_tensor(images[rows]), torch.from_numpy(train_labels))

@@ -163,3 +163,23 @@ def test_the_report_of_a_curves_file_plans_again_and_refuses_a_plan_that_differs
     entry["plan"] = "full x1"
     with pytest.raises(RuntimeError, match="planning gives"):
         bench.report(job, pools, None, [entry])
+
+
+def test_the_held_out_table_compares_the_runs_last_validation_loss_with_the_held_out_one():
+    curves = [{"target": 0.42, "probability": 0.95, "algorithm": "depl", "plan": "half x3",
+               "runs": {"1": [0.5, 0.41], "2": [0.5, 0.45, 0.43], "3": [0.5, 0.4]},
+               "heldOut": {"1": 0.43, "2": 0.44}},
+              {"target": 0.42, "probability": 0.9, "algorithm": "exp", "plan": "half x2",
+               "runs": {"1": [0.5, 0.41]}}]
+    lines = bench.held_out_table(curves).splitlines()
+    assert len(lines) == 3  # the plan run without --held-out has no row
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[4] == "2" and cells[5] == "0.4200" and cells[6] == "0.4350"
+    assert cells[7] == "+0.0150 ± 0.0071" and cells[8] == "0/2"
+    assert bench.held_out_table(curves[1:]) == ""
+
+
+def test_held_out_below_zero_is_refused_naming_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--held-out", "-1"])
+    assert "--held-out: want 0 or more images, got -1" in capsys.readouterr().err

@@ -78,3 +78,18 @@ def test_settings_from_the_models_env_are_checked(capsys):
     assert code == 2 and "DEPL_BATCH_SIZE: want an integer" in err
     code, _, err = run(capsys, ["--epochs", "1", "--datasets", "shard9"])
     assert code == 2 and "dataset 'shard9' is not a shard" in err
+
+
+@needs_data
+def test_test_first_validates_on_other_test_images(capsys):
+    # The bench judges the model a run ends with on test images the run never validated on.
+    common = ["--model", "quarter", "--epochs", "0", "--eval-initial", "--shards", SHARD,
+              "--datasets", "a", "--test-samples", "300", "--seed", "3"]
+    code, first, err = run(capsys, common)
+    assert code == 0, err
+    code, again, _ = run(capsys, common + ["--test-first", "0"])
+    assert again[0]["loss"] == first[0]["loss"]
+    code, later, _ = run(capsys, common + ["--test-first", "9700"])
+    assert code == 0 and later[0]["loss"] != first[0]["loss"]
+    code, _, err = run(capsys, common + ["--test-first", "9701"])
+    assert code == 2 and "--test-first: want 0..9700 with --test-samples 300, got 9701" in err
