@@ -446,7 +446,8 @@ def main(argv: list[str]) -> int:
           f"{args.ranks if args.ranks else 'as planned'}")
     if args.curves:
         Path(args.curves).write_text(json.dumps(curves, indent=1))
-    for table in (held_out_table(curves), prediction_table(curves) if args.curves else ""):
+    for table in (held_out_table(curves), rebound_table(curves),
+                  prediction_table(curves) if args.curves else ""):
         if table:
             print()
             print(table)
@@ -472,7 +473,7 @@ def report(job: dict, pools: Path, deadline: float | None, curves: list[dict]) -
                              [c["runs"][k] for k in seeds],
                              [cpu[k] for k in seeds if k in cpu] or [math.nan], all_datasets))
     return "\n\n".join(t for t in ("\n".join(lines), held_out_table(curves),
-                                    prediction_table(curves)) if t)
+                                    rebound_table(curves), prediction_table(curves)) if t)
 
 
 def held_out_table(curves: list[dict]) -> str:
@@ -495,6 +496,35 @@ def held_out_table(curves: list[dict]) -> str:
         lines.append(f"| {c['target']} | {c['probability']} | {c['algorithm']} | {c['plan']} "
                      f"| {len(seeds)} | {sum(last) / len(last):.4f} | {sum(out) / len(out):.4f} "
                      f"| {mean_gap:+.4f} ± {sd:.4f} | {below}/{len(seeds)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def rebound_table(curves: list[dict]) -> str:
+    """Per plan trained to its end (--run-out): of the runs the operator would stop before the
+    plan's last epoch, how far the next epoch's loss lies above the stopping one, and how many
+    were back above the target then: how much the stop owes to one epoch's fluctuation."""
+    lines = ["| target | P | algorithm | plan | stopped before the end | next epoch - stopping "
+             "epoch (mean ± sd) | back above the target at the next epoch |",
+             "|---|---|---|---|---|---|---|"]
+    seen = set()
+    for c in curves:
+        key = (c["plan"], c["target"], tuple(c["datasets"]))
+        planned = len(c["predicted"])
+        if key in seen or any(len(r) != planned for r in c["runs"].values()):
+            continue
+        seen.add(key)
+        steps = []
+        for losses in c["runs"].values():
+            stop = epochs_to_stop(losses, c["target"])
+            if stop is not None and stop < planned:
+                steps.append((losses[stop] - losses[stop - 1], losses[stop] > c["target"]))
+        if not steps:
+            continue
+        mean = sum(d for d, _ in steps) / len(steps)
+        sd = math.sqrt(sum((d - mean) ** 2 for d, _ in steps) / max(1, len(steps) - 1))
+        lines.append(f"| {c['target']} | {c['probability']} | {c['algorithm']} | {c['plan']} "
+                     f"| {len(steps)}/{len(c['runs'])} | {mean:+.4f} ± {sd:.4f} "
+                     f"| {sum(1 for _, above in steps if above)}/{len(steps)} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 

@@ -183,3 +183,19 @@ def test_held_out_below_zero_is_refused_naming_the_flag(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--held-out", "-1"])
     assert "--held-out: want 0 or more images, got -1" in capsys.readouterr().err
+
+
+def test_the_rebound_table_looks_one_epoch_past_the_stop_of_runs_trained_to_the_end():
+    predicted = [[1, 0.5, 0.02], [2, 0.45, 0.02], [3, 0.42, 0.02]]
+    curves = [{"target": 0.42, "probability": 0.95, "algorithm": "depl", "plan": "half x3",
+               "datasets": ["a"], "predicted": predicted,
+               "runs": {"1": [0.5, 0.41, 0.43],    # stops at 2, back above at 3
+                        "2": [0.41, 0.40, 0.39],   # stops at 1, stays below
+                        "3": [0.5, 0.45, 0.41]}},  # stops at the last epoch: no next one
+              {"target": 0.42, "probability": 0.9, "algorithm": "exp", "plan": "half x3",
+               "datasets": ["b"], "predicted": predicted,
+               "runs": {"1": [0.5, 0.41]}}]        # stopped early: not trained to the end
+    lines = bench.rebound_table(curves).splitlines()
+    assert len(lines) == 3
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[4] == "2/3" and cells[5] == "+0.0050 ± 0.0212" and cells[6] == "1/2"
