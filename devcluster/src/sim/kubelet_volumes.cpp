@@ -18,17 +18,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const json& member(const json& object, const char* key) {
-  static const json null_value;
-  if (!object.is_object()) return null_value;
-  auto it = object.find(key);
-  return it == object.end() ? null_value : *it;
-}
-
 // A Secret's keys and decoded values.
 std::map<std::string, std::string> secret_data(const json& secret) {
   std::map<std::string, std::string> out;
-  const json& data = member(secret, "data");
+  const json& data = json_member(secret, "data");
   if (data.is_object()) {
     for (const auto& [k, v] : data.items()) {
       if (v.is_string()) out[k] = base64_decode(v.get<std::string>()).value_or("");
@@ -51,8 +44,8 @@ bool safe_relative(const std::string& path) {
 Expected<std::map<std::string, std::string>> Kubelet::Impl::materialise_volumes(
     const PodRun& run, const json& container) {
   std::map<std::string, std::string> mounts;
-  const json& volumes = member(member(*run.pod, "spec"), "volumes");
-  const json& volume_mounts = member(container, "volumeMounts");
+  const json& volumes = json_member(json_member(*run.pod, "spec"), "volumes");
+  const json& volume_mounts = json_member(container, "volumeMounts");
   if (!volumes.is_array() || !volume_mounts.is_array()) return mounts;
   // The files of one Secret source (a secret volume, or a projected volume's secret source):
   // `items` picks keys and names their files, else every key is a file of its name.
@@ -61,7 +54,7 @@ Expected<std::map<std::string, std::string>> Kubelet::Impl::materialise_volumes(
     const std::string name = json_string(source, "secretName").empty()
                                  ? json_string(source, "name")
                                  : json_string(source, "secretName");
-    const bool optional = member(source, "optional") == json(true);
+    const bool optional = json_member(source, "optional") == json(true);
     auto got = store.get(ResourceRef{"", "v1", "secrets", run.ns, name, ""});
     if (!got.ok()) {
       if (optional) return {};
@@ -69,7 +62,7 @@ Expected<std::map<std::string, std::string>> Kubelet::Impl::materialise_volumes(
           "MountVolume.SetUp failed for volume \"{}\" : secret \"{}\" not found", volume, name));
     }
     const auto data = secret_data(got.body);
-    const json& items = member(source, "items");
+    const json& items = json_member(source, "items");
     if (!items.is_array()) {
       for (const auto& [k, v] : data) files[k] = v;
       return {};
@@ -97,15 +90,15 @@ Expected<std::map<std::string, std::string>> Kubelet::Impl::materialise_volumes(
     }
     if (!volume || mount_path.empty()) continue;
     std::map<std::string, std::string> files;
-    if (const json& secret = member(*volume, "secret"); secret.is_object()) {
+    if (const json& secret = json_member(*volume, "secret"); secret.is_object()) {
       if (auto read = secret_files(secret, volume_name, files); !read) {
         return unexpected(read.error());
       }
-    } else if (const json& projected = member(*volume, "projected"); projected.is_object()) {
-      const json& sources = member(projected, "sources");
+    } else if (const json& projected = json_member(*volume, "projected"); projected.is_object()) {
+      const json& sources = json_member(projected, "sources");
       if (!sources.is_array()) continue;
       for (const auto& source : sources) {
-        const json& secret = member(source, "secret");
+        const json& secret = json_member(source, "secret");
         if (!secret.is_object()) continue;  // other projections are not materialised
         if (auto read = secret_files(secret, volume_name, files); !read) {
           return unexpected(read.error());
