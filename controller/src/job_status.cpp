@@ -391,32 +391,41 @@ ProgressRecord progress_from_json(const json& status) {
   return decode_progress(json_member(status, "progress"));
 }
 
+// The fields every wait record has (status.queue, status.capacityWait): when the running wait
+// started, the earlier waits in total, and whether the running one has had the plan made again.
+template <typename Wait>
+void encode_wait(const Wait& wait, json& out) {
+  if (!wait.since.empty()) out["since"] = wait.since;
+  out["waitedSeconds"] = wait.waited_seconds;
+  if (wait.replanned) out["replanned"] = true;
+}
+
+template <typename Wait>
+void decode_wait(const json& in, Wait& wait) {
+  wait.since = json_string(in, "since");
+  if (!parse_rfc3339(wait.since)) wait.since.clear();
+  if (auto waited = json_number(in, "waitedSeconds"); waited && *waited >= 0) {
+    wait.waited_seconds = *waited;
+  }
+  wait.replanned = json_bool(in, "replanned").value_or(false);
+}
+
 json to_json(const QueueRecord& queue) {
   json out = json::object();
-  if (!queue.since.empty()) out["since"] = queue.since;
-  out["waitedSeconds"] = queue.waited_seconds;
-  if (queue.replanned) out["replanned"] = true;
+  encode_wait(queue, out);
   return out;
 }
 
 QueueRecord queue_from_json(const json& status) {
   QueueRecord q;
-  const json& queue = json_member(status, "queue");
-  q.since = json_string(queue, "since");
-  if (!parse_rfc3339(q.since)) q.since.clear();
-  if (auto waited = json_number(queue, "waitedSeconds"); waited && *waited >= 0) {
-    q.waited_seconds = *waited;
-  }
-  q.replanned = json_bool(queue, "replanned").value_or(false);
+  decode_wait(json_member(status, "queue"), q);
   return q;
 }
 
 json to_json(const CapacityWaitRecord& wait) {
   json out = json::object();
   if (!wait.pool.empty()) out["pool"] = wait.pool;
-  if (!wait.since.empty()) out["since"] = wait.since;
-  out["waitedSeconds"] = wait.waited_seconds;
-  if (wait.replanned) out["replanned"] = true;
+  encode_wait(wait, out);
   return out;
 }
 
@@ -424,12 +433,7 @@ CapacityWaitRecord capacity_wait_from_json(const json& status) {
   CapacityWaitRecord w;
   const json& wait = json_member(status, "capacityWait");
   w.pool = json_string(wait, "pool");
-  w.since = json_string(wait, "since");
-  if (!parse_rfc3339(w.since)) w.since.clear();
-  if (auto waited = json_number(wait, "waitedSeconds"); waited && *waited >= 0) {
-    w.waited_seconds = *waited;
-  }
-  w.replanned = json_bool(wait, "replanned").value_or(false);
+  decode_wait(wait, w);
   return w;
 }
 
