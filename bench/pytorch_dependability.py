@@ -384,7 +384,11 @@ def main(argv: list[str]) -> int:
         parser.error(str(e))
     spec = job["spec"]
     if args.report:
-        print(report(job, Path(args.pools), deadline, json.loads(Path(args.report).read_text())))
+        try:
+            curves = json.loads(Path(args.report).read_text())
+        except (OSError, ValueError) as e:
+            parser.error(f"--report {args.report}: {e}")
+        print(report(job, Path(args.pools), deadline, curves))
         return 0
     targets = [float(t) for t in args.targets.split(",")] if args.targets else [
         float(spec["target"]["loss"])]

@@ -199,3 +199,12 @@ def test_the_rebound_table_looks_one_epoch_past_the_stop_of_runs_trained_to_the_
     assert len(lines) == 3
     cells = [c.strip() for c in lines[2].strip("|").split("|")]
     assert cells[4] == "2/3" and cells[5] == "+0.0050 ± 0.0212" and cells[6] == "1/2"
+
+
+def test_a_report_file_that_cannot_be_read_is_refused_naming_the_flag(tmp_path, capsys):
+    for path, text in ((tmp_path / "missing.json", None), (tmp_path / "bad.json", "{not json")):
+        if text is not None:
+            path.write_text(text)
+        with pytest.raises(SystemExit):
+            bench.main(["--report", str(path)])
+        assert f"--report {path}:" in capsys.readouterr().err
