@@ -195,7 +195,18 @@ struct ApiStore::Impl {
                                         const WriteOptions& options,
                                         std::vector<std::string>& warnings,
                                         const nlohmann::json* old = nullptr);
+  // What follows a write of `object` (lock held; `deleted`: it was removed): a CRD's types are
+  // (un)registered and its status written, a namespace gets its default service account.
   void after_write(const ResourceType& type, const nlohmann::json& object, bool deleted);
+  // A CRD was written; `going`: removed or being deleted, so its resource is no longer served.
+  void crd_written(const ResourceType& type, const nlohmann::json& crd, bool going);
+  // Removes the types `crd_name` registered from the registry; returns them.
+  std::vector<ResourceType> unregister_crd_types(const std::string& crd_name);
+  // Removes every object stored under `storage_key` and ends its watches after their DELETED
+  // events.
+  void stop_serving(const std::string& storage_key);
+  // The service account controller's "default" account in a namespace that lacks it.
+  void add_default_service_account(const std::string& namespace_name);
 
   // ---- pods/binding (store_binding.cpp) ----
   // `pods` is the core/v1 pods type; `binding` the request body (a v1 Binding). A Replace

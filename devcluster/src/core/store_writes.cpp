@@ -722,123 +722,142 @@ PreparedWrite ApiStore::Impl::prepare_patch(const ResourceType& type, const Reso
   return prepare_replace(type, ref, current, std::move(next), options, true, false, now);
 }
 
+namespace {
+
+json crd_condition(const std::string& type, bool status, const std::string& time,
+                   const std::string& reason, const std::string& message) {
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"lastTransitionTime", time},
+          {"reason", reason},
+          {"message", message}};
+}
+
+// The status the establishing controller gives `crd`, whose versions are `established`:
+// NamesAccepted and Established (transition times kept where the status did not change),
+// acceptedNames, storedVersions. `conflict`: another resource serves its plural or kind.
+json crd_status(const json& crd, const std::vector<ResourceType>& established, bool conflict,
+                const std::string& time) {
+  json names = crd["spec"]["names"];
+  if (!names.contains("listKind")) names["listKind"] = names["kind"].get<std::string>() + "List";
+  if (!names.contains("singular")) names["singular"] = established.front().singular;
+  json conditions = json::array();
+  if (conflict) {
+    conditions.push_back(crd_condition("NamesAccepted", false, time, "NameConflict",
+                                       "the names conflict with another resource"));
+    conditions.push_back(
+        crd_condition("Established", false, time, "NotAccepted", "not all names are accepted"));
+  } else {
+    conditions.push_back(
+        crd_condition("NamesAccepted", true, time, "NoConflicts", "no conflicts found"));
+    conditions.push_back(crd_condition("Established", true, time, "InitialNamesAccepted",
+                                       "the initial names have been accepted"));
+  }
+  const json old_conditions =
+      crd.value("status", json::object()).value("conditions", json::array());
+  for (auto& c : conditions) {
+    for (const auto& old_c : old_conditions) {
+      if (old_c.value("type", "") == c["type"] && old_c.value("status", "") == c["status"] &&
+          old_c.contains("lastTransitionTime")) {
+        c["lastTransitionTime"] = old_c["lastTransitionTime"];
+      }
+    }
+  }
+  json stored_versions = json::array();
+  for (const auto& v : crd["spec"]["versions"]) {
+    if (v.value("storage", false)) stored_versions.push_back(v["name"]);
+  }
+  return {{"conditions", conditions},
+          {"acceptedNames", conflict ? json::object() : names},
+          {"storedVersions", stored_versions}};
+}
+
+}  // namespace
+
 void ApiStore::Impl::after_write(const ResourceType& type, const json& object, bool deleted) {
-  std::string name = object.value("/metadata/name"_json_pointer, std::string());
+  const bool going = deleted || object.contains("/metadata/deletionTimestamp"_json_pointer);
   if (type.group == "apiextensions.k8s.io" && type.plural == "customresourcedefinitions") {
-    // Remove this CRD's old types; their objects go when the CRD goes.
-    std::vector<ResourceType> old = crd_types[name];
-    std::erase_if(types, [&](const std::shared_ptr<const ResourceType>& t) {
-      return std::any_of(old.begin(), old.end(), [&](const ResourceType& o) {
-        return o.group == t->group && o.version == t->version && o.plural == t->plural;
-      });
-    });
-    crd_types.erase(name);
-    ++registry_generation;
-    if (deleted || object.contains("/metadata/deletionTimestamp"_json_pointer)) {
-      if (!old.empty()) {
-        std::string storage_key = old.front().storage_key;
-        auto s = storage.find(storage_key);
-        if (s != storage.end()) {
-          std::vector<std::string> keys;
-          for (const auto& [k, v] : s->second) keys.push_back(k);
-          for (const auto& k : keys) remove_now(storage_key, k);
-        }
-        // The resource is no longer served: its watches end after the DELETED events.
-        for (auto& w : watchers) {
-          if (w.type.storage_key == storage_key) {
-            w.subscription->close_after_delivery();
-            pending.notify.push_back(w.subscription);
-          }
-        }
-      }
-      return;
-    }
-    auto established = resource_types_from_crd(object);
-    if (!established) return;
-    // NamesAccepted: the plural and kind must not be served by another CRD or a built-in.
-    bool conflict = false;
-    for (const auto& t : *established) {
-      for (const auto& other : types) {
-        if (other->group == t.group && (other->plural == t.plural || other->kind == t.kind)) {
-          conflict = true;
-        }
-      }
-    }
-    json status = object.value("status", json::object());
-    std::string time = now_text();
-    json names = object["spec"]["names"];
-    if (!names.contains("listKind")) names["listKind"] = names["kind"].get<std::string>() + "List";
-    if (!names.contains("singular")) names["singular"] = established->front().singular;
-    json conditions = json::array();
-    if (conflict) {
-      conditions.push_back({{"type", "NamesAccepted"},
-                            {"status", "False"},
-                            {"lastTransitionTime", time},
-                            {"reason", "NameConflict"},
-                            {"message", "the names conflict with another resource"}});
-      conditions.push_back({{"type", "Established"},
-                            {"status", "False"},
-                            {"lastTransitionTime", time},
-                            {"reason", "NotAccepted"},
-                            {"message", "not all names are accepted"}});
-    } else {
-      conditions.push_back({{"type", "NamesAccepted"},
-                            {"status", "True"},
-                            {"lastTransitionTime", time},
-                            {"reason", "NoConflicts"},
-                            {"message", "no conflicts found"}});
-      conditions.push_back({{"type", "Established"},
-                            {"status", "True"},
-                            {"lastTransitionTime", time},
-                            {"reason", "InitialNamesAccepted"},
-                            {"message", "the initial names have been accepted"}});
-      for (const auto& t : *established) types.push_back(std::make_shared<const ResourceType>(t));
-      crd_types[name] = *established;
-    }
-    // Keep transition times of conditions whose status did not change.
-    for (auto& c : conditions) {
-      for (const auto& old_c : status.value("conditions", json::array())) {
-        if (old_c.value("type", "") == c["type"] && old_c.value("status", "") == c["status"] &&
-            old_c.contains("lastTransitionTime")) {
-          c["lastTransitionTime"] = old_c["lastTransitionTime"];
-        }
-      }
-    }
-    json stored_versions = json::array();
-    for (const auto& v : object["spec"]["versions"]) {
-      if (v.value("storage", false)) stored_versions.push_back(v["name"]);
-    }
-    json new_status = {{"conditions", conditions},
-                       {"acceptedNames", conflict ? json::object() : names},
-                       {"storedVersions", stored_versions}};
-    if (object.value("status", json()) != new_status) {
-      // The establishing controller's write: its own resourceVersion, as in a real cluster.
-      json updated = object;
-      updated["status"] = new_status;
-      set_rv(updated, next_rv());
-      std::string key = object_key("", name);
-      put(type.storage_key, key, std::make_shared<const json>(std::move(updated)),
-          lookup(type.storage_key, key));
-    }
+    crd_written(type, object, going);
+  } else if (type.group.empty() && type.plural == "namespaces" && !going) {
+    add_default_service_account(object.value("/metadata/name"_json_pointer, std::string()));
+  }
+}
+
+void ApiStore::Impl::crd_written(const ResourceType& type, const json& crd, bool going) {
+  std::string name = crd.value("/metadata/name"_json_pointer, std::string());
+  std::vector<ResourceType> old = unregister_crd_types(name);
+  if (going) {
+    if (!old.empty()) stop_serving(old.front().storage_key);
     return;
   }
-  if (type.group.empty() && type.plural == "namespaces" && !deleted &&
-      !object.contains("/metadata/deletionTimestamp"_json_pointer)) {
-    // Every namespace gets its default service account (as the service account controller does).
-    std::string sa_key = object_key(name, "default");
-    if (!lookup("/serviceaccounts", sa_key)) {
-      json sa = {{"apiVersion", "v1"},
-                 {"kind", "ServiceAccount"},
-                 {"metadata",
-                  {{"name", "default"},
-                   {"namespace", name},
-                   {"uid", new_uid()},
-                   {"creationTimestamp", now_text()},
-                   {"generation", 1}}}};
-      set_rv(sa, next_rv());
-      put("/serviceaccounts", sa_key, std::make_shared<const json>(std::move(sa)), nullptr);
+  auto established = resource_types_from_crd(crd);
+  if (!established) return;
+  // NamesAccepted: the plural and kind must not be served by another CRD or a built-in.
+  bool conflict = false;
+  for (const auto& t : *established) {
+    for (const auto& other : types) {
+      if (other->group == t.group && (other->plural == t.plural || other->kind == t.kind)) {
+        conflict = true;
+      }
     }
   }
+  if (!conflict) {
+    for (const auto& t : *established) types.push_back(std::make_shared<const ResourceType>(t));
+    crd_types[name] = *established;
+  }
+  json status = crd_status(crd, *established, conflict, now_text());
+  if (crd.value("status", json()) != status) {
+    // The establishing controller's write: its own resourceVersion, as in a real cluster.
+    json updated = crd;
+    updated["status"] = std::move(status);
+    set_rv(updated, next_rv());
+    std::string key = object_key("", name);
+    put(type.storage_key, key, std::make_shared<const json>(std::move(updated)),
+        lookup(type.storage_key, key));
+  }
+}
+
+std::vector<ResourceType> ApiStore::Impl::unregister_crd_types(const std::string& crd_name) {
+  std::vector<ResourceType> old = crd_types[crd_name];
+  std::erase_if(types, [&](const std::shared_ptr<const ResourceType>& t) {
+    return std::any_of(old.begin(), old.end(), [&](const ResourceType& o) {
+      return o.group == t->group && o.version == t->version && o.plural == t->plural;
+    });
+  });
+  crd_types.erase(crd_name);
+  ++registry_generation;
+  return old;
+}
+
+void ApiStore::Impl::stop_serving(const std::string& storage_key) {
+  auto s = storage.find(storage_key);
+  if (s != storage.end()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : s->second) keys.push_back(k);
+    for (const auto& k : keys) remove_now(storage_key, k);
+  }
+  // The resource is no longer served: its watches end after the DELETED events.
+  for (auto& w : watchers) {
+    if (w.type.storage_key == storage_key) {
+      w.subscription->close_after_delivery();
+      pending.notify.push_back(w.subscription);
+    }
+  }
+}
+
+void ApiStore::Impl::add_default_service_account(const std::string& namespace_name) {
+  std::string sa_key = object_key(namespace_name, "default");
+  if (lookup("/serviceaccounts", sa_key)) return;
+  json sa = {{"apiVersion", "v1"},
+             {"kind", "ServiceAccount"},
+             {"metadata",
+              {{"name", "default"},
+               {"namespace", namespace_name},
+               {"uid", new_uid()},
+               {"creationTimestamp", now_text()},
+               {"generation", 1}}}};
+  set_rv(sa, next_rv());
+  put("/serviceaccounts", sa_key, std::make_shared<const json>(std::move(sa)), nullptr);
 }
 
 }  // namespace depl::devcluster

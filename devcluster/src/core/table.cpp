@@ -162,123 +162,148 @@ std::vector<Column> node_columns() {
   };
 }
 
-std::vector<Column> columns_for(const ResourceType& type) {
-  if (type.custom) {
-    std::vector<Column> columns = {name_column()};
-    for (const auto& pc : type.printer_columns) {
-      columns.push_back({pc, [pc](const json& o, auto now) -> json {
-                           auto value = eval_json_path(o, pc.json_path);
-                           if (!value || value->is_null()) return json();
-                           if (pc.type == "date") {
-                             if (!value->is_string()) return json();
-                             return json(age_of(*value, now));
-                           }
-                           if (pc.type == "string") {
-                             return value->is_string() ? *value : json(value->dump());
-                           }
-                           if (pc.type == "integer" && value->is_number_float()) {
-                             return json(static_cast<std::int64_t>(value->get<double>()));
-                           }
-                           if (pc.type == "boolean" && !value->is_boolean()) return json();
-                           if ((pc.type == "number" || pc.type == "integer") &&
-                               !value->is_number()) {
-                             return json();
-                           }
-                           if (value->is_object() || value->is_array()) return json(value->dump());
-                           return *value;
-                         }});
-    }
-    if (type.printer_columns.empty()) columns.push_back(age_column());
-    return columns;
+// A custom resource's additionalPrinterColumns cell: the JSONPath's value, shown as its declared
+// type (apiextensions-apiserver's tableconvertor).
+json custom_cell(const PrinterColumn& pc, const json& o,
+                 std::chrono::system_clock::time_point now) {
+  auto value = eval_json_path(o, pc.json_path);
+  if (!value || value->is_null()) return json();
+  if (pc.type == "date") {
+    if (!value->is_string()) return json();
+    return json(age_of(*value, now));
   }
+  if (pc.type == "string") return value->is_string() ? *value : json(value->dump());
+  if (pc.type == "integer" && value->is_number_float()) {
+    return json(static_cast<std::int64_t>(value->get<double>()));
+  }
+  if (pc.type == "boolean" && !value->is_boolean()) return json();
+  if ((pc.type == "number" || pc.type == "integer") && !value->is_number()) return json();
+  if (value->is_object() || value->is_array()) return json(value->dump());
+  return *value;
+}
+
+std::vector<Column> custom_columns(const ResourceType& type) {
+  std::vector<Column> columns = {name_column()};
+  for (const auto& pc : type.printer_columns) {
+    columns.push_back({pc, [pc](const json& o, auto now) { return custom_cell(pc, o, now); }});
+  }
+  if (type.printer_columns.empty()) columns.push_back(age_column());
+  return columns;
+}
+
+// The value at `pointer` (as text when it is not a string), or `fallback` when absent or null.
+Column simple_column(std::string name, std::string pointer, std::string fallback = "<none>") {
+  json::json_pointer p(pointer);
+  return Column{col(std::move(name)), [p, fallback](const json& o, auto) {
+                  if (o.contains(p) && !o[p].is_null()) {
+                    return o[p].is_string() ? o[p] : json(o[p].dump());
+                  }
+                  return json(fallback);
+                }};
+}
+
+// The number of keys of the objects at `pointers`, together.
+Column count_column(std::string name, std::vector<std::string> pointers) {
+  return Column{col(std::move(name), "integer"), [pointers](const json& o, auto) {
+                  std::size_t n = 0;
+                  for (const auto& p : pointers) {
+                    json::json_pointer ptr(p);
+                    if (o.contains(ptr) && o[ptr].is_object()) n += o[ptr].size();
+                  }
+                  return json(n);
+                }};
+}
+
+std::vector<Column> service_columns() {
+  return {
+      simple_column("Type", "/spec/type", "ClusterIP"),
+      simple_column("Cluster-IP", "/spec/clusterIP"),
+      {col("External-IP"), [](const json&, auto) { return json("<none>"); }},
+      {col("Port(s)"),
+       [](const json& svc, auto) {
+         std::string ports;
+         for (const auto& p : svc.value("/spec/ports"_json_pointer, json::array())) {
+           if (!ports.empty()) ports += ",";
+           ports +=
+               fmt::format("{}/{}", p.value("port", 0), p.value("protocol", std::string("TCP")));
+         }
+         return json(ports.empty() ? "<none>" : ports);
+       }},
+  };
+}
+
+std::vector<Column> deployment_columns() {
+  return {
+      {col("Ready"),
+       [](const json& d, auto) {
+         return json(fmt::format("{}/{}", d.value("/status/readyReplicas"_json_pointer, 0),
+                                 d.value("/spec/replicas"_json_pointer, 1)));
+       }},
+      {col("Up-to-date", "integer"),
+       [](const json& d, auto) {
+         return json(d.value("/status/updatedReplicas"_json_pointer, 0));
+       }},
+      {col("Available", "integer"),
+       [](const json& d, auto) {
+         return json(d.value("/status/availableReplicas"_json_pointer, 0));
+       }},
+  };
+}
+
+// Events have no Name or Age column (kubectl get events).
+std::vector<Column> event_columns() {
+  return {
+      {col("Last Seen"),
+       [](const json& e, auto now) {
+         json t = e.value("lastTimestamp", json());
+         if (t.is_null()) t = e.value("eventTime", json());
+         if (t.is_null()) t = e.value("deprecatedLastTimestamp", json());
+         return json(age_of(t, now));
+       }},
+      simple_column("Type", "/type", ""),
+      simple_column("Reason", "/reason", ""),
+      {col("Object"),
+       [](const json& e, auto) {
+         json ref = e.value("involvedObject", e.value("regarding", json::object()));
+         std::string kind = ref.value("kind", "");
+         std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+         return json(fmt::format("{}/{}", kind, ref.value("name", "")));
+       }},
+      {col("Message"),
+       [](const json& e, auto) {
+         return json(e.value("message", e.value("note", std::string())));
+       }},
+  };
+}
+
+// The columns between Name and Age of the other built-in kinds (none for kinds not listed).
+std::vector<Column> builtin_middle_columns(const std::string& plural) {
+  if (plural == "namespaces") return {simple_column("Status", "/status/phase", "Active")};
+  if (plural == "services") return service_columns();
+  if (plural == "deployments") return deployment_columns();
+  if (plural == "configmaps") return {count_column("Data", {"/data", "/binaryData"})};
+  if (plural == "secrets") {
+    return {simple_column("Type", "/type", "Opaque"), count_column("Data", {"/data"})};
+  }
+  if (plural == "leases") return {simple_column("Holder", "/spec/holderIdentity", "")};
+  return {};
+}
+
+std::vector<Column> columns_for(const ResourceType& type) {
+  if (type.custom) return custom_columns(type);
   const std::string& r = type.plural;
   if (r == "pods") return pod_columns();
   if (r == "nodes") return node_columns();
+  if (r == "events") return event_columns();
   std::vector<Column> columns = {name_column()};
-  auto simple = [](std::string name, std::string pointer, std::string fallback = "<none>") {
-    json::json_pointer p(pointer);
-    return Column{col(name), [p, fallback](const json& o, auto) {
-                    if (o.contains(p) && !o[p].is_null()) {
-                      return o[p].is_string() ? o[p] : json(o[p].dump());
-                    }
-                    return json(fallback);
-                  }};
-  };
-  auto count_of = [](std::string name, std::vector<std::string> pointers) {
-    return Column{col(name, "integer"), [pointers](const json& o, auto) {
-                    std::size_t n = 0;
-                    for (const auto& p : pointers) {
-                      json::json_pointer ptr(p);
-                      if (o.contains(ptr) && o[ptr].is_object()) n += o[ptr].size();
-                    }
-                    return json(n);
-                  }};
-  };
-  if (r == "namespaces") {
-    columns.push_back(simple("Status", "/status/phase", "Active"));
-  } else if (r == "services") {
-    columns.push_back(simple("Type", "/spec/type", "ClusterIP"));
-    columns.push_back(simple("Cluster-IP", "/spec/clusterIP"));
-    columns.push_back({col("External-IP"), [](const json&, auto) { return json("<none>"); }});
-    columns.push_back(
-        {col("Port(s)"), [](const json& svc, auto) {
-           std::string ports;
-           for (const auto& p : svc.value("/spec/ports"_json_pointer, json::array())) {
-             if (!ports.empty()) ports += ",";
-             ports +=
-                 fmt::format("{}/{}", p.value("port", 0), p.value("protocol", std::string("TCP")));
-           }
-           return json(ports.empty() ? "<none>" : ports);
-         }});
-  } else if (r == "deployments") {
-    columns.push_back({col("Ready"), [](const json& d, auto) {
-                         return json(fmt::format("{}/{}",
-                                                 d.value("/status/readyReplicas"_json_pointer, 0),
-                                                 d.value("/spec/replicas"_json_pointer, 1)));
-                       }});
-    columns.push_back({col("Up-to-date", "integer"), [](const json& d, auto) {
-                         return json(d.value("/status/updatedReplicas"_json_pointer, 0));
-                       }});
-    columns.push_back({col("Available", "integer"), [](const json& d, auto) {
-                         return json(d.value("/status/availableReplicas"_json_pointer, 0));
-                       }});
-  } else if (r == "configmaps") {
-    columns.push_back(count_of("Data", {"/data", "/binaryData"}));
-  } else if (r == "secrets") {
-    columns.push_back(simple("Type", "/type", "Opaque"));
-    columns.push_back(count_of("Data", {"/data"}));
-  } else if (r == "leases") {
-    columns.push_back(simple("Holder", "/spec/holderIdentity", ""));
-  } else if (r == "customresourcedefinitions") {
+  if (r == "customresourcedefinitions") {
+    // No Age: the creation time as a date column (apiextensions-apiserver's printer).
     columns.push_back({col("Created At", "date"), [](const json& o, auto) {
                          return str_at(o, "/metadata/creationTimestamp"_json_pointer);
                        }});
     return columns;
-  } else if (r == "events") {
-    std::vector<Column> event_columns = {
-        {col("Last Seen"),
-         [](const json& e, auto now) {
-           json t = e.value("lastTimestamp", json());
-           if (t.is_null()) t = e.value("eventTime", json());
-           if (t.is_null()) t = e.value("deprecatedLastTimestamp", json());
-           return json(age_of(t, now));
-         }},
-        simple("Type", "/type", ""),
-        simple("Reason", "/reason", ""),
-        {col("Object"),
-         [](const json& e, auto) {
-           json ref = e.value("involvedObject", e.value("regarding", json::object()));
-           std::string kind = ref.value("kind", "");
-           std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-           return json(fmt::format("{}/{}", kind, ref.value("name", "")));
-         }},
-        {col("Message"),
-         [](const json& e, auto) {
-           return json(e.value("message", e.value("note", std::string())));
-         }},
-    };
-    return event_columns;
   }
+  for (auto& c : builtin_middle_columns(r)) columns.push_back(std::move(c));
   columns.push_back(age_column());
   return columns;
 }
