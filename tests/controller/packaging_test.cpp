@@ -323,7 +323,7 @@ TEST(Deployment, IsHardenedAndProbesHealthEndpoints) {
               ElementsAre("--metrics-addr=:8080", "--progress-addr=:8081", "--health-addr=:8082",
                           "--progress-advertise-url=http://depl-operator.depl-system.svc:8081",
                           "--workers=4", "--log-format=text", "--solve-time-budget=10s",
-                          "--solve-memory-budget=96Mi"));
+                          "--solve-memory-budget=96Mi", "--spot-capacity-wait=10m"));
 }
 
 TEST(Deployment, LeaderElectsOnlyWithMoreThanOneReplica) {
@@ -506,6 +506,10 @@ TEST(ValuesSchema, RejectsBrokenValuesNamingTheField) {
        "solveBudget.memory: must be of type string"},
       {"budget typo", [](json& v) { v["solveBudget"]["timeout"] = "10s"; },
        "solveBudget.timeout: unknown field"},
+      {"spot wait without a unit", [](json& v) { v["spotCapacityWait"] = "600"; },
+       "spotCapacityWait: \"600\" does not match"},
+      {"spot wait as a number", [](json& v) { v["spotCapacityWait"] = 600; },
+       "spotCapacityWait: must be of type string"},
   };
   for (const auto& c : cases) {
     json values = defaults;
@@ -535,6 +539,20 @@ TEST(Deployment, PassesTheSolveBudget) {
     values["solveBudget"]["memory"] = memory;
     EXPECT_THAT(schema_errors(values, values_schema(), SchemaDialect::JsonSchema), IsEmpty())
         << memory;
+  }
+}
+
+// The spot capacity wait reaches --spot-capacity-wait in the forms its parser takes
+// (controller_main.cpp: a duration of ms, s, m or h).
+TEST(Deployment, PassesTheSpotCapacityWait) {
+  auto given = with_values([](json& v) { v["spotCapacityWait"] = "90s"; });
+  EXPECT_THAT(controller_args(given), ::testing::Contains("--spot-capacity-wait=90s"));
+  const json defaults = must(read_yaml(kChart / "values.yaml"));
+  for (const char* wait : {"0s", "90s", "10m", "1.5h"}) {
+    json values = defaults;
+    values["spotCapacityWait"] = wait;
+    EXPECT_THAT(schema_errors(values, values_schema(), SchemaDialect::JsonSchema), IsEmpty())
+        << wait;
   }
 }
 
