@@ -11,6 +11,23 @@ function(depl_warnings target)
   endif()
 endfunction()
 
+# depl_unity(TARGET): compiles TARGET's sources in batches of DEPL_UNITY_BATCH_SIZE when
+# DEPL_UNITY_BUILD is on. A batch is one translation unit: names in anonymous namespaces and
+# file-local `using` declarations must not clash between the sources of one target.
+function(depl_unity target)
+  if(DEPL_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                          UNITY_BUILD_BATCH_SIZE ${DEPL_UNITY_BATCH_SIZE})
+    # GCC's -Wsubobject-linkage flags a class defined outside the main file whose member has a
+    # type from an anonymous namespace, an ODR hazard in a header. A batch's sources are
+    # included into it, so each source's own Impl classes would be flagged although only that
+    # batch defines them; builds with DEPL_UNITY_BUILD=OFF keep the check.
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+    endif()
+  endif()
+endfunction()
+
 # depl_add_library(NAME SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
 # Public headers live in <dir>/include; sources in <dir>/src.
 function(depl_add_library name)
@@ -20,6 +37,7 @@ function(depl_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   target_compile_features(${name} PUBLIC cxx_std_20)
   depl_warnings(${name})
+  depl_unity(${name})
 endfunction()
 
 # depl_add_test(NAME SOURCES ... LIBS ... [LABELS ...])

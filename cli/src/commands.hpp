@@ -3,6 +3,9 @@
 // arguments, read files, call a library, print.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace depl::cli {
@@ -12,6 +15,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;     // the job or operation did not succeed
 inline constexpr int kExitBadInput = 2;    // bad arguments or input files
 inline constexpr int kExitInfeasible = 3;  // plan: no plan meets the constraints
+
+// Each message on its own line of stderr, after "error: ".
+void print_errors(const std::vector<std::string>& errors);
 
 struct PlanRequest;
 // --time-budget and --memory-budget, shared by plan and simulate.

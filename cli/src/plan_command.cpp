@@ -19,10 +19,6 @@ struct PlanArgs {
   std::string plot_path;
 };
 
-void print_errors(const std::vector<std::string>& errors) {
-  for (const auto& e : errors) std::cerr << "error: " << e << '\n';
-}
-
 int run_plan(const PlanArgs& args) {
   auto format = parse_output_format(args.output);
   if (!format) {
@@ -64,6 +60,10 @@ int run_plan(const PlanArgs& args) {
 }
 
 }  // namespace
+
+void print_errors(const std::vector<std::string>& errors) {
+  for (const auto& e : errors) std::cerr << "error: " << e << '\n';
+}
 
 void add_budget_options(CLI::App& cmd, PlanRequest& request) {
   cmd.add_option("--time-budget", request.time_budget_seconds,

@@ -22,10 +22,6 @@ struct SimulateArgs {
   std::uint64_t seed = 1;
 };
 
-void print_errors(const std::vector<std::string>& errors) {
-  for (const auto& e : errors) std::cerr << "error: " << e << '\n';
-}
-
 int run_simulate(const SimulateArgs& args) {
   std::vector<std::string> errors;
   auto format = parse_output_format(args.output);

@@ -35,6 +35,8 @@ std::optional<std::string> closest_name(std::string_view name,
                                         const std::vector<std::string>& candidates);
 
 enum class Presence { Required, Optional };
+inline constexpr Presence kRequired = Presence::Required;
+inline constexpr Presence kOptional = Presence::Optional;
 
 // The allowed interval of a number; open or closed ends, or no end at all.
 struct Range {

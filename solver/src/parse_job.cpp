@@ -18,6 +18,8 @@ using parse_detail::closest_name;
 using parse_detail::describe;
 using parse_detail::Diagnostics;
 using parse_detail::item_path;
+using parse_detail::kOptional;
+using parse_detail::kRequired;
 using parse_detail::ObjectReader;
 using parse_detail::Presence;
 using parse_detail::Range;
@@ -28,9 +30,6 @@ using parse_detail::with_source;
 
 constexpr std::string_view kApiVersion = "depl.dev/v1alpha1";
 constexpr std::string_view kKind = "DependableTrainingJob";
-
-constexpr Presence kRequired = Presence::Required;
-constexpr Presence kOptional = Presence::Optional;
 
 // The size bounds a job is read under (parse.hpp, JobLimits); 0: none.
 struct SizeBounds {

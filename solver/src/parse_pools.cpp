@@ -15,6 +15,8 @@ using parse_detail::closest_name;
 using parse_detail::describe;
 using parse_detail::Diagnostics;
 using parse_detail::item_path;
+using parse_detail::kOptional;
+using parse_detail::kRequired;
 using parse_detail::ObjectReader;
 using parse_detail::Presence;
 using parse_detail::Range;
@@ -22,9 +24,6 @@ using parse_detail::read_object;
 using parse_detail::read_yaml_document;
 using parse_detail::UniqueNames;
 using parse_detail::with_source;
-
-constexpr Presence kRequired = Presence::Required;
-constexpr Presence kOptional = Presence::Optional;
 
 // Pool names end up in pod labels and node selectors, so they follow the DNS label rules.
 bool is_dns_label(const std::string& name) {

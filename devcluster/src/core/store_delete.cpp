@@ -33,11 +33,6 @@ bool is_deleting(const json& object) {
   return object.contains(kDeletionTimestamp);
 }
 
-std::string uid_of(const json& object) {
-  static const json::json_pointer kUid("/metadata/uid");
-  return object.value(kUid, std::string());
-}
-
 const json& owner_references(const json& object) {
   static const json::json_pointer kOwnerReferences("/metadata/ownerReferences");
   return array_at(object, kOwnerReferences);

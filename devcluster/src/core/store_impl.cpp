@@ -142,6 +142,11 @@ void ApiStore::Impl::set_rv(json& object, std::uint64_t version) const {
   object["metadata"]["resourceVersion"] = std::to_string(version);
 }
 
+std::string uid_of(const json& object) {
+  static const json::json_pointer kUid("/metadata/uid");
+  return object.value(kUid, std::string());
+}
+
 namespace {
 
 std::vector<std::string> owner_uids(const json& object) {
@@ -152,11 +157,6 @@ std::vector<std::string> owner_uids(const json& object) {
     if (r.is_object() && r.contains("uid") && r["uid"].is_string()) uids.push_back(r["uid"]);
   }
   return uids;
-}
-
-std::string uid_of(const json& object) {
-  static const json::json_pointer kUid("/metadata/uid");
-  return object.value(kUid, std::string());
 }
 
 // The labels of an object, read in place (null when it has none).

@@ -259,6 +259,9 @@ auto locked(ApiStore::Impl& impl, F&& operation) {
   return result;
 }
 
+// metadata.uid of a stored object ("" when it has none).
+std::string uid_of(const nlohmann::json& object);
+
 // Errors shared by the implementation files.
 ApiResult unknown_resource();
 ApiResult method_not_supported(const ResourceType& type, const std::string& verb);
