@@ -139,8 +139,9 @@ def read_checkpoint(path: str) -> tuple[CheckpointHeader, Any]:
     _check_digest(path, header, payload)
     try:
         # A full unpickler: torch 1.13's weights-only one refuses the floats of an optimiser's
-        # state. The checkpoint directory is the job's own, trusted as its image is.
-        state = torch.load(io.BytesIO(payload), map_location="cpu")
+        # state, and torch 2.6 and later use that one unless told not to. The checkpoint
+        # directory is the job's own, trusted as its image is.
+        state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
     except Exception as e:  # torch raises several types for a payload it cannot unpickle
         raise CheckpointError(f"checkpoint {path}: its state cannot be loaded: {type(e).__name__}: "
                               f"{e}") from None
