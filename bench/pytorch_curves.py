@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
             seeds = range(args.first_seed, args.first_seed + args.seeds)
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
                 runs = [r.losses for r in pool.map(
-                    lambda s: execute(job, plan, s, rundir, 1), seeds)]
+                    lambda s: execute(job, plan, s, rundir, 1, None), seeds)]
             effective = sum(effective_of[d] for d in datasets)
             means = [sum(r[t] for r in runs) / len(runs) for t in range(args.epochs)]
             shown = ", ".join(f"{means[t - 1]:.3f}" for t in (1, 2, 4, args.epochs))
