@@ -78,9 +78,10 @@ def effective_samples(dataset: dict) -> float:
 
 
 def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
-    """The loss after every epoch of `plan` as docs/depl-model.md section 2 models it (mean and
-    standard deviation of a Gaussian), from the job's `spec`: E counts the clean samples, and
-    the floor rises by labelNoiseFloor times the share of wrong labels in the selection."""
+    """The loss reported after every epoch of `plan` as docs/depl-model.md section 2 models it
+    (mean and standard deviation of a Gaussian), from the job's `spec`: E counts the clean
+    samples, the floor rises by labelNoiseFloor times the share of wrong labels in the selection,
+    and a report adds its own transient noise (validationNoiseStddev) to the trajectory's."""
     datasets = {d["name"]: d for d in spec["datasets"]}
     chosen = [datasets[name] for name in plan["datasets"]]
     effective = sum(effective_samples(d) for d in chosen)
@@ -95,6 +96,7 @@ def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
         profile = models[phase["model"]]["lossProfile"]
         if mean is None:
             mean = float(profile["initialLoss"])
+            variance = float(profile.get("initialLossStddev", 0.0)) ** 2
         else:
             jump = switches[(previous, phase["model"])]["lossJump"]
             mean += float(jump["mean"])
@@ -104,11 +106,13 @@ def predict(spec: dict, plan: dict) -> list[EpochPrediction]:
         floor = float(profile["floorLoss"]) * (reference / effective) ** float(
             profile.get("dataExponent", 0.0)) + float(profile.get("labelNoiseFloor", 0.0)) * wrong_share
         sigma = float(profile["noiseStddev"])
+        # What a report shows: the trajectory's variance plus the report's own transient noise.
+        nu = float(profile.get("validationNoiseStddev", 0.0))
         for _ in range(int(phase["epochs"])):
             mean = floor + (mean - floor) * rho
             variance = rho * rho * variance + sigma * sigma
             epoch += 1
-            out.append(EpochPrediction(epoch, mean, math.sqrt(variance)))
+            out.append(EpochPrediction(epoch, mean, math.sqrt(variance + nu * nu)))
         previous = phase["model"]
     return out
 

@@ -200,7 +200,12 @@ bool plan_afresh(DecisionState& state, const std::optional<PlanRecord>& old) {
     }
     const Position pos = position_of(*old, progress);
     const PhaseRecord& at = old->phases[pos.phase];
-    problem.start = solver::StartState{at.model, "", progress.loss.value_or(0), 0.0};
+    const int running = state.full.model_index(at.model);
+    const double nu =
+        running < 0
+            ? 0.0
+            : state.full.models[static_cast<std::size_t>(running)].loss.validation_noise_stddev;
+    problem.start = solver::StartState{at.model, "", progress.loss.value_or(0), nu * nu};
     problem.training.max_epochs -= progress.epoch;
     if (problem.training.max_epochs < 1) {
       end_job(state, false, "TargetMissed", "the epoch horizon is used up");

@@ -61,9 +61,12 @@ Expected<solver::Problem> remaining_problem(const solver::Problem& full, const s
     if (prefix.phases[i].model != prefix.phases[i - 1].model) ++switches;
   }
   const solver::Phase& last = prefix.phases.back();
+  // An observed loss is the loss's trajectory up to the report's own transient noise (nu of
+  // the variant that reported it); without one the plan's prediction carries on.
+  const double nu = full.models.at(last.model).loss.validation_noise_stddev;
   rest.start = solver::StartState{full.models.at(last.model).name, full.pools.at(last.pool).name,
                                   observed_loss.value_or(spent.loss_mean),
-                                  observed_loss ? 0.0 : spent.loss_stddev * spent.loss_stddev,
+                                  observed_loss ? nu * nu : spent.loss_state_variance,
                                   pods_running && position.done_in_phase > 0 ? last.workers : 0};
   rest.training.max_epochs -= position.epoch;
   rest.training.max_switches = std::max(0, rest.training.max_switches - switches);

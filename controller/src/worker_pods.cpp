@@ -53,6 +53,8 @@ json common_labels(const json& job, std::size_t phase) {
 json loss_profile_json(const solver::LossProfile& lp) {
   return json{{"initialLoss", lp.initial_loss},           {"floorLoss", lp.floor_loss},
               {"decayPerEpoch", lp.decay_per_epoch},      {"noiseStddev", lp.noise_stddev},
+              {"validationNoiseStddev", lp.validation_noise_stddev},
+              {"initialLossStddev", lp.initial_stddev},
               {"referenceSamples", lp.reference_samples}, {"dataExponent", lp.data_exponent},
               {"labelNoiseFloor", lp.label_noise_floor}};
 }

@@ -126,7 +126,7 @@ void CostToGo::build(Level& level, bool with_epochs) const {
   level.epochs.assign(with_epochs ? level.weight.size() : 0, kNever);
   // The last phase exactly: from a state of variant v at a cell's lowest mean, with a variance
   // of at least b = max(c, sigma_v^2), the fewest further epochs of v after which
-  // mean + kappa * sqrt(variance) <= L* (the variance moves towards v's stationary value as
+  // mean + kappa * sqrt(variance + nu_v^2) <= L* (the variance moves towards v's stationary value as
   // well). Fewer epochs never suffice from a higher mean, so one sweep over the cells.
   std::vector<int>& last = memory_.last;
   last.assign(nv * row, kNever);
@@ -141,7 +141,7 @@ void CostToGo::build(Level& level, bool with_epochs) const {
     for (std::size_t t = 0; t < decay.size(); ++t) {
       decay[t] = a;
       decay_below[t] = b;
-      spread[t] = kappa_ * std::sqrt(variance);
+      spread[t] = kappa_ * std::sqrt(variance + d.validation_variance);
       a *= d.rho;
       b *= d.rho_below;
       variance = d.rho * d.rho * variance + d.noise_variance;

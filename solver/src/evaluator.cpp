@@ -184,6 +184,14 @@ LossState epoch_step(const ModelVariant& model, double effective, double wrong_s
   return state;
 }
 
+double reported_variance(const LossProfile& lp, double state_variance) {
+  return state_variance + lp.validation_noise_stddev * lp.validation_noise_stddev;
+}
+
+LossState initial_loss_state(const LossProfile& lp) {
+  return {lp.initial_loss, lp.initial_stddev * lp.initial_stddev};
+}
+
 double epoch_seconds(const Problem& problem, const ModelVariant& model, const Pool& pool,
                      int workers, double samples) {
   const double n = workers;
@@ -313,7 +321,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
     if (mi >= 0) previous_model = &problem.models[static_cast<std::size_t>(mi)];
     if (pi >= 0) previous_pool = &problem.pools[static_cast<std::size_t>(pi)];
   } else {
-    state.mean = problem.models[plan.phases.front().model].loss.initial_loss;
+    state = initial_loss_state(problem.models[plan.phases.front().model].loss);
   }
 
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
@@ -372,7 +380,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
 
     for (int e = 0; e < ph.epochs; ++e) state = epoch_step(model, effective, wrong_share, state);
     pf.loss_mean = state.mean;
-    pf.loss_variance = state.variance;
+    pf.loss_variance = reported_variance(model.loss, state.variance);
 
     const long gpus_needed = static_cast<long>(ph.workers) * model.gpus_per_worker;
     if (gpus_needed > pool.gpus) {
@@ -394,9 +402,14 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
     previous_pool = &pool;
   }
 
+  // The promise is about the loss the workers report: the state's variance and the report's own.
+  const double variance = fig.phases.empty()
+                              ? state.variance
+                              : fig.phases.back().loss_variance;
   fig.loss_mean = state.mean;
-  fig.loss_stddev = std::sqrt(std::max(0.0, state.variance));
-  fig.loss_probability = reach_probability(problem.target, state.mean, state.variance);
+  fig.loss_state_variance = state.variance;
+  fig.loss_stddev = std::sqrt(std::max(0.0, variance));
+  fig.loss_probability = reach_probability(problem.target, state.mean, variance);
   bool interrupted = false;
   for (const auto& [epochs, e] : duration.phases) interrupted = interrupted || e.rate > 0;
   const double p = problem.target.probability;
@@ -424,7 +437,7 @@ Figures evaluate(const Problem& problem, const Plan& plan) {
   const double on_time = late ? 1.0 : fig.on_time_probability;
   fig.kappa = guarantee_kappa(problem.target, p / on_time);
   fig.probability = fig.loss_probability * fig.on_time_probability;
-  fig.meets_guarantee = meets_guarantee(problem.target, state.mean, state.variance, on_time);
+  fig.meets_guarantee = meets_guarantee(problem.target, state.mean, variance, on_time);
   if (!fig.meets_guarantee) {
     if (on_time < 1) {
       fig.violations.push_back(fmt::format(
@@ -468,7 +481,7 @@ std::vector<LossPoint> loss_trajectory(const Problem& problem, const Plan& plan)
     const int mi = problem.model_index(problem.start->model);
     if (mi >= 0) previous_model = &problem.models[static_cast<std::size_t>(mi)];
   } else {
-    state.mean = problem.models[plan.phases.front().model].loss.initial_loss;
+    state = initial_loss_state(problem.models[plan.phases.front().model].loss);
   }
   int epoch = 0;
   points.push_back({0, 0, state.mean, state.variance});
@@ -482,7 +495,7 @@ std::vector<LossPoint> loss_trajectory(const Problem& problem, const Plan& plan)
     }
     for (int e = 0; e < plan.phases[i].epochs; ++e) {
       state = epoch_step(model, effective, wrong_share, state);
-      points.push_back({++epoch, i, state.mean, state.variance});
+      points.push_back({++epoch, i, state.mean, reported_variance(model.loss, state.variance)});
     }
     previous_model = &model;
   }

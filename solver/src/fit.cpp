@@ -2,8 +2,16 @@
 // m_t = f + A r^t exactly under the model (the noise is zero-mean and the update is linear), so
 // f and r come from the mean curve of the measured epochs (1..E): for each candidate floor f
 // below the smallest mean, log(m_t - f) is regressed on t, and the floor whose curve fits the
-// means best in loss space wins. sigma is the spread of the one-epoch residuals
-// l_{t+1} - (f + (l_t - f) r), pooled. l0 is the fitted curve extended back to epoch 0.
+// means best in loss space wins. l0 is the fitted curve extended back to epoch 0.
+//
+// The noise comes from how the runs spread around their mean curve. A run's reported loss is
+// y_t = l_t + e_t: l_t carries its deviation on (variance S_t = r^2t s0^2 + sigma^2 (1 + r^2 + ...
+// + r^2(t-1)), the start's spread s0 decaying and each epoch's sigma^2 added), e_t is the
+// report's own transient error (variance nu^2, independent between epochs). So across runs
+// Var(y_t) = S_t + nu^2 and Cov(y_t, y_t+1) = r S_t: linear in (s0^2, sigma^2, nu^2), which are
+// the non-negative least-squares fit to the runs' variances and lag-one covariances. One run has
+// no spread to split: then sigma is the spread of its one-epoch residuals
+// y_t+1 - (f + (y_t - f) r), all of it counted as persistent.
 #include "depl/solver/fit.hpp"
 
 #include "depl/solver/evaluator.hpp"
@@ -99,6 +107,92 @@ CurveFit fit_mean_curve(const std::vector<double>& mean) {
   return best;
 }
 
+// Least squares min |A x - b| over x >= 0 for a few unknowns: the best of the unconstrained fits
+// on every subset of the columns whose solution is non-negative (the optimum is one of them).
+std::vector<double> nonnegative_least_squares(const std::vector<std::vector<double>>& a,
+                                              const std::vector<double>& b) {
+  const std::size_t n = a.empty() ? 0 : a.front().size();
+  std::vector<double> best(n, 0.0);
+  double best_error = INFINITY;
+  for (unsigned mask = 0; mask < (1u << n); ++mask) {
+    std::vector<std::size_t> cols;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (mask & (1u << j)) cols.push_back(j);
+    }
+    const std::size_t m = cols.size();
+    // Normal equations on the chosen columns, solved by Gaussian elimination with pivoting.
+    std::vector<std::vector<double>> g(m, std::vector<double>(m + 1, 0.0));
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < m; ++j) g[i][j] += a[r][cols[i]] * a[r][cols[j]];
+        g[i][m] += a[r][cols[i]] * b[r];
+      }
+    }
+    bool singular = false;
+    for (std::size_t i = 0; i < m && !singular; ++i) {
+      std::size_t pivot = i;
+      for (std::size_t k = i + 1; k < m; ++k) {
+        if (std::abs(g[k][i]) > std::abs(g[pivot][i])) pivot = k;
+      }
+      std::swap(g[i], g[pivot]);
+      if (!(std::abs(g[i][i]) > 1e-300)) {
+        singular = true;
+        break;
+      }
+      for (std::size_t k = 0; k < m; ++k) {
+        if (k == i) continue;
+        const double factor = g[k][i] / g[i][i];
+        for (std::size_t j = i; j <= m; ++j) g[k][j] -= factor * g[i][j];
+      }
+    }
+    if (singular) continue;
+    std::vector<double> x(n, 0.0);
+    bool negative = false;
+    for (std::size_t i = 0; i < m; ++i) {
+      x[cols[i]] = g[i][m] / g[i][i];
+      negative = negative || x[cols[i]] < 0;
+    }
+    if (negative) continue;
+    double error = 0;
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      double fitted = 0;
+      for (std::size_t j = 0; j < n; ++j) fitted += a[r][j] * x[j];
+      error += (fitted - b[r]) * (fitted - b[r]);
+    }
+    if (error < best_error) {
+      best_error = error;
+      best = x;
+    }
+  }
+  return best;
+}
+
+// (s0^2, sigma^2, nu^2) from the runs' spread around their mean curve (the comment at the top).
+std::vector<double> fit_noise(const std::vector<std::vector<double>>& runs,
+                              const std::vector<double>& mean, double decay) {
+  const std::size_t epochs = mean.size();
+  const double k = static_cast<double>(runs.size());
+  std::vector<std::vector<double>> a;
+  std::vector<double> b;
+  double start = 1, accumulated = 0;  // r^2t and 1 + r^2 + ... + r^2(t-1), for t = 1..epochs
+  for (std::size_t t = 0; t < epochs; ++t) {
+    accumulated += start;
+    start *= decay * decay;
+    double variance = 0, covariance = 0;
+    for (const auto& run : runs) {
+      variance += (run[t] - mean[t]) * (run[t] - mean[t]) / (k - 1);
+      if (t + 1 < epochs) covariance += (run[t] - mean[t]) * (run[t + 1] - mean[t + 1]) / (k - 1);
+    }
+    a.push_back({start, accumulated, 1.0});
+    b.push_back(variance);
+    if (t + 1 < epochs) {
+      a.push_back({decay * start, decay * accumulated, 0.0});
+      b.push_back(covariance);
+    }
+  }
+  return nonnegative_least_squares(a, b);
+}
+
 }  // namespace
 
 Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& runs,
@@ -143,6 +237,13 @@ Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& ru
     return error("the losses do not decrease towards a floor (no decay per epoch below 1 fits)");
   }
 
+  ProfileFit fit;
+  if (runs.size() >= 2) {
+    const std::vector<double> noise = fit_noise(runs, mean, curve.decay);
+    fit.profile.initial_stddev = std::sqrt(noise[0]);
+    fit.profile.noise_stddev = std::sqrt(noise[1]);
+    fit.profile.validation_noise_stddev = std::sqrt(noise[2]);
+  }
   double sum_squares = 0;
   std::size_t count = 0;
   for (const auto& run : runs) {
@@ -154,12 +255,11 @@ Expected<ProfileFit> fit_loss_profile(const std::vector<std::vector<double>>& ru
     }
   }
 
-  ProfileFit fit;
   // Capped at the measured loss before training: the model never starts above reality.
   fit.profile.initial_loss = std::min(initial_loss, curve.floor + curve.scale / curve.decay);
   fit.profile.floor_loss = curve.floor;
   fit.profile.decay_per_epoch = curve.decay;
-  fit.profile.noise_stddev = std::sqrt(sum_squares / static_cast<double>(count));
+  if (runs.size() < 2) fit.profile.noise_stddev = std::sqrt(sum_squares / static_cast<double>(count));
   fit.squared_error = curve.squared_error;
   return fit;
 }

@@ -56,12 +56,13 @@ SolveResult solve_full(const Problem& problem, const SolveOptions& options, Budg
   double best_probability = -1;
   for (int e = 1; e <= 50 * std::max(horizon, 1); ++e) {
     state = step(data.dynamics[full], state);
-    const double p = reach_probability(problem.target, state.mean, state.variance);
+    const double variance = reported(data.dynamics[full], state);
+    const double p = reach_probability(problem.target, state.mean, variance);
     if (e <= horizon && p > best_probability) {
       best_probability = p;
       best_epochs = e;
     }
-    if (meets(ctx.kappa, problem.target.loss, state.mean, state.variance)) {
+    if (meets(ctx.kappa, problem.target.loss, state.mean, variance)) {
       epochs = e;
       break;
     }

@@ -176,6 +176,7 @@ SelectionData class_data(const SearchContext& ctx, const std::vector<DatasetFigu
     // The least floor: the most data and the least noise any selection of the class has.
     dyn.floor = loss_floor(lp, cls.e_high, data.wrong_share);
     dyn.noise_variance = lp.noise_stddev * lp.noise_stddev;
+    dyn.validation_variance = lp.validation_noise_stddev * lp.validation_noise_stddev;
   }
   fill_placements(ctx, data);
   return data;
@@ -472,14 +473,16 @@ class BoundSearch {
   double enter_bound(const Node& node) {
     const LossState first = step(data_.dynamics[node.model], node.state);
     const double one = envelope(node).at(1).weight;
-    if (goal(first)) return one;
+    if (goal(first, data_.dynamics[node.model])) return one;
     const CostToGo::Need need = bound_.need(node.model, node.switches, first.mean, first.variance);
     if (node.epochs + 1 + need.epochs > ctx_.horizon()) return kInf;
     return one + need.weight;
   }
 
-  bool goal(const LossState& x) const {
-    return x.mean <= target_loss_ && meets(ctx_.kappa, problem_.target.loss, x.mean, x.variance);
+  // `x` after an epoch of the variant `d` describes.
+  bool goal(const LossState& x, const VariantDynamics& d) const {
+    return x.mean <= target_loss_ &&
+           meets(ctx_.kappa, problem_.target.loss, x.mean, reported(d, x));
   }
 
   void push(const Node& node, double priority) {
@@ -583,7 +586,7 @@ class BoundSearch {
       }
       // Longer phases only cost more and take longer.
       if (!alive) break;
-      if (goal(x)) {
+      if (goal(x, dyn)) {
         record(node, e, phases);
         break;  // and anything after a goal only costs more
       }
@@ -639,7 +642,7 @@ class BoundSearch {
             alive || (node.weight + phase.weight < cut() && in_time(node.seconds + phase.seconds));
       }
       if (!alive) return;
-      if (goal(x)) {
+      if (goal(x, dyn)) {
         record(node, e, phases);
         return;
       }
@@ -691,7 +694,7 @@ class BoundSearch {
     if (!options_.time_heuristic) return 0;
     const LossState first = step(data_.dynamics[node.model], node.state);
     const double one = envelope(node).least_seconds(1);
-    if (goal(first)) return one;
+    if (goal(first, data_.dynamics[node.model])) return one;
     return one + time_need_at(node.model, node.switches, first);
   }
 

@@ -123,8 +123,8 @@ class Exhaustive {
         const double lb = lb_prefix + phase_lb(v, e);
         if (pruned(lb)) break;  // later splits only cost more
         current_.phases.back().epochs = e;
-        track_probability(state);
-        if (meets(ctx_.kappa, problem.target.loss, state.mean, state.variance)) {
+        track_probability(state, data_.dynamics[v]);
+        if (meets(ctx_.kappa, problem.target.loss, state.mean, reported(data_.dynamics[v], state))) {
           assign_placements(state);
         }
         extend(state, epochs_used + e, used, lb);
@@ -133,8 +133,8 @@ class Exhaustive {
     }
   }
 
-  void track_probability(const LossState& state) {
-    const double p = reach_probability(ctx_.problem->target, state.mean, state.variance);
+  void track_probability(const LossState& state, const VariantDynamics& d) {
+    const double p = reach_probability(ctx_.problem->target, state.mean, reported(d, state));
     if (!findings.best_probability_plan || p > best_probability_) {
       best_probability_ = p;
       Plan plan = current_;
@@ -202,7 +202,7 @@ class Exhaustive {
     c.score.cost = cost;
     c.score.seconds = seconds;
     c.score.mean = final_.mean;
-    c.score.variance = final_.variance;
+    c.score.variance = reported(data_.dynamics[current_.phases.back().model], final_);
     c.score.deadline = !t.deadline_seconds || seconds <= *t.deadline_seconds;
     c.score.budget = !t.budget || cost <= *t.budget;
     if (t.deadline_seconds && interrupted_ && c.score.deadline) {

@@ -116,7 +116,8 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
   auto reader = model.object("lossProfile", kRequired);
   if (!reader) return;
   reader->allow_only({"initialLoss", "floorLoss", "decayPerEpoch", "noiseStddev",
-                      "referenceSamples", "dataExponent", "labelNoiseFloor"});
+                      "validationNoiseStddev", "initialLossStddev", "referenceSamples",
+                      "dataExponent", "labelNoiseFloor"});
   const auto initial = reader->number("initialLoss", kRequired, Range::above(0));
   const auto floor = reader->number("floorLoss", kRequired, Range::at_least(0));
   if (initial && floor && !(*floor < *initial)) {
@@ -130,6 +131,10 @@ void read_loss_profile(ObjectReader& model, double all_effective_samples, LossPr
       reader->number("decayPerEpoch", kRequired, Range::between(0, false, 1, false))
           .value_or(loss.decay_per_epoch);
   loss.noise_stddev = reader->number("noiseStddev", kRequired, Range::at_least(0)).value_or(0);
+  loss.validation_noise_stddev =
+      reader->number("validationNoiseStddev", kOptional, Range::at_least(0)).value_or(0);
+  loss.initial_stddev =
+      reader->number("initialLossStddev", kOptional, Range::at_least(0)).value_or(0);
   loss.reference_samples = reader->number("referenceSamples", kOptional, Range::above(0))
                                .value_or(all_effective_samples);
   loss.data_exponent = reader->number("dataExponent", kOptional, Range::at_least(0)).value_or(0);

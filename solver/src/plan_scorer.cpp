@@ -83,7 +83,9 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
   if (epochs > tr.max_epochs || score.switches > tr.max_switches) structural = false;
   score.structural = structural;
   score.mean = state.mean;
-  score.variance = state.variance;
+  score.variance = plan.phases.empty()
+                       ? state.variance
+                       : reported(data.dynamics[plan.phases.back().model], state);
   // The deadline: a hard bound on the duration without interruptions; with them a chance
   // constraint that takes its share of the promise (EXP asks only the expected duration).
   double on_time = 1;
@@ -100,7 +102,7 @@ Score score_plan(const SearchContext& ctx, const SelectionData& data, const Plan
   const double kappa = on_time < 1
                            ? guarantee_kappa(problem.target, problem.target.probability / on_time)
                            : ctx.kappa;
-  score.guarantee = meets(kappa, problem.target.loss, state.mean, state.variance);
+  score.guarantee = meets(kappa, problem.target.loss, score.mean, score.variance);
   if (problem.target.budget) score.budget = score.cost <= *problem.target.budget;
   return score;
 }

@@ -17,7 +17,7 @@ struct Score {
   double cost = 0;
   double seconds = 0;
   double mean = 0;
-  double variance = 0;
+  double variance = 0;  // of the loss reported after the last epoch (nu^2 included)
   int switches = 0;
   bool feasible() const { return structural && guarantee && deadline && budget; }
 };

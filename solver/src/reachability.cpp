@@ -98,14 +98,15 @@ Reachability explore_reachability(const SearchContext& ctx, const SelectionData&
     queue.pop_front();
     const Node n = nodes[i];
     if (n.epochs > horizon && out.goal_epochs >= 0) break;  // breadth first: nothing shorter
+    const double variance = reported(view.dynamics[n.model], n.state);
     if (n.epochs <= horizon) {
-      const double p = reach_probability(problem.target, n.state.mean, n.state.variance);
+      const double p = reach_probability(problem.target, n.state.mean, variance);
       if (best == 0xFFFFFFFFu || p > out.best_probability) {
         out.best_probability = p;
         best = i;
       }
     }
-    if (meets(ctx.kappa, problem.target.loss, n.state.mean, n.state.variance)) {
+    if (meets(ctx.kappa, problem.target.loss, n.state.mean, variance)) {
       if (out.goal_epochs < 0 || n.epochs < out.goal_epochs) out.goal_epochs = n.epochs;
     }
     if (n.epochs >= limit) continue;

@@ -109,7 +109,8 @@ std::size_t ScheduleSearch::layer_of(const Label& l, int switches) const {
 }
 
 bool ScheduleSearch::is_goal(const Label& l) const {
-  return meets(ctx_.kappa, ctx_.problem->target.loss, l.state.mean, l.state.variance);
+  return meets(ctx_.kappa, ctx_.problem->target.loss, l.state.mean,
+               reported(data_.dynamics[l.model], l.state));
 }
 
 bool ScheduleSearch::dominated(const Label& l) const {

@@ -72,6 +72,7 @@ SelectionData make_selection_data(const SearchContext& ctx, std::vector<std::siz
     d.rho_below = d.rho;
     d.floor = loss_floor(lp, data.effective, data.wrong_share);
     d.noise_variance = lp.noise_stddev * lp.noise_stddev;
+    d.validation_variance = lp.validation_noise_stddev * lp.validation_noise_stddev;
   }
   data.staging_seconds.resize(problem.pools.size());
   for (std::size_t k = 0; k < problem.pools.size(); ++k) {
@@ -100,7 +101,7 @@ void fill_placements(const SearchContext& ctx, SelectionData& data) {
 
 LossState initial_state(const SearchContext& ctx, std::size_t model) {
   if (ctx.has_start) return {ctx.start_mean, ctx.start_variance};
-  return {ctx.problem->models[model].loss.initial_loss, 0.0};
+  return initial_loss_state(ctx.problem->models[model].loss);
 }
 
 }  // namespace depl::solver::internal

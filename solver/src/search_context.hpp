@@ -65,6 +65,7 @@ struct VariantDynamics {
   double rho_below = 1;
   double floor = 0;
   double noise_variance = 0;
+  double validation_variance = 0;  // nu_v^2: added to the state's variance where a loss is reported
 };
 
 // Everything the inner searches need about one dataset selection D.
@@ -103,6 +104,10 @@ inline LossState step(const VariantDynamics& d, LossState s) {
 
 inline bool meets(double kappa, double target_loss, double mean, double variance) {
   return mean + kappa * std::sqrt(std::max(0.0, variance)) <= target_loss + 1e-12;
+}
+// The variance of the loss reported in state `s` after an epoch of the variant `d` describes.
+inline double reported(const VariantDynamics& d, const LossState& s) {
+  return s.variance + d.validation_variance;
 }
 
 }  // namespace depl::solver::internal

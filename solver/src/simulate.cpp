@@ -70,13 +70,15 @@ class NoiseSource {
 };
 
 // What one phase does to a run, precomputed once: the jump into it and its per-epoch update
-// l = floor + (l - floor) * rho + sigma * eps, exactly the evaluator's epoch_step in mean.
+// l = floor + (l - floor) * rho + sigma * eps, exactly the evaluator's epoch_step in mean, and
+// the loss each epoch reports, l + nu * eps' (eps' drawn afresh every epoch, carried nowhere).
 struct PhaseProcess {
   double jump_mean = 0;
   double jump_stddev = 0;
   double floor = 0;
   double rho = 1;
   double sigma = 0;
+  double nu = 0;
   int epochs = 0;
   // Time and cost (section 2): the fixed part, each epoch's attempts, and the GPUs' rate.
   double fixed_seconds = 0;
@@ -116,6 +118,7 @@ std::vector<PhaseProcess> phase_processes(const Problem& problem, const Plan& pl
     pp.rho = std::pow(lp.decay_per_epoch, effective / lp.reference_samples);
     pp.floor = loss_floor(lp, effective, wrong_share);
     pp.sigma = lp.noise_stddev;
+    pp.nu = lp.validation_noise_stddev;
     pp.epochs = phase.epochs;
     out.push_back(pp);
     previous = &model;
@@ -155,7 +158,7 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
   for (const PhaseProcess& pp : phases) interrupted = interrupted || pp.interruptions.rate > 0;
   const std::optional<double> deadline = problem.target.deadline_seconds;
   double start_mean = first_model->loss.initial_loss;
-  double start_stddev = 0;
+  double start_stddev = first_model->loss.initial_stddev;
   if (problem.start) {
     start_mean = problem.start->loss_mean;
     start_stddev = std::sqrt(std::max(0.0, problem.start->loss_variance));
@@ -217,7 +220,8 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
     if (in_time) ++on_time;
     double loss = start_mean;
     if (start_stddev > 0) loss += start_stddev * noise.unit();
-    bool passed = false;  // some epoch ended at or below the target, by the deadline
+    bool passed = false;  // some epoch reported a loss at or below the target, by the deadline
+    double reported = loss;
     std::size_t epoch_index = 0;
     for (const PhaseProcess& pp : phases) {
       loss += pp.jump_mean;
@@ -225,13 +229,14 @@ SimulationResult simulate(const Problem& problem, const Plan& plan,
       for (int e = 0; e < pp.epochs; ++e, ++epoch_index) {
         loss = pp.floor + (loss - pp.floor) * pp.rho;
         if (pp.sigma > 0) loss += pp.sigma * noise.unit();
-        if (!passed && loss <= target) {
+        reported = pp.nu > 0 ? loss + pp.nu * noise.unit() : loss;
+        if (!passed && reported <= target) {
           passed = epoch_ends.empty() || !deadline || epoch_ends[epoch_index] <= *deadline;
         }
       }
     }
-    sum_final += loss;
-    if (loss <= target && in_time) ++reached;
+    sum_final += reported;
+    if (reported <= target && in_time) ++reached;
     if (passed) ++reached_stopping;
   }
 

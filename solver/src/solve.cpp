@@ -92,7 +92,9 @@ std::vector<Candidate> single_phase_plans(const SearchContext& ctx, SelectionSol
     }
     for (int e = 1; e <= ctx.horizon(); ++e) {
       state = step(data.dynamics[v], state);
-      if (!meets(ctx.kappa, problem.target.loss, state.mean, state.variance)) continue;
+      if (!meets(ctx.kappa, problem.target.loss, state.mean, reported(data.dynamics[v], state))) {
+        continue;
+      }
       const Placement& any = data.pareto[v].front();
       const Plan plan{all, {{v, e, any.pool, any.workers}}};
       std::size_t checked = 0;

@@ -70,6 +70,34 @@ TEST(Replan, RemainingProblemStartsFromObservedLoss) {
   EXPECT_NEAR(*rest->target.budget, 100 - spent.cost, 1e-12);
 }
 
+// A report is the loss's trajectory up to its own transient error: a re-plan from an observed
+// loss starts with the reporting variant's nu^2, and one without a report carries on the
+// prediction's persistent variance (not the report's).
+TEST(Replan, ObservedLossCarriesTheReportsTransientNoise) {
+  solver::Problem p = problem();
+  p.models[0].loss.validation_noise_stddev = 0.03;  // full
+  p.models[1].loss.validation_noise_stddev = 0.07;  // small
+  auto plan = to_solver_plan(record(), p);
+  ASSERT_TRUE(plan.has_value());
+  ProgressRecord progress;
+  progress.phase = 1;
+  progress.epoch = 6;
+  const Position pos = position_of(record(), progress);
+  auto observed = remaining_problem(p, *plan, pos, 0.9);
+  ASSERT_TRUE(observed.has_value()) << observed.error().message;
+  EXPECT_DOUBLE_EQ(observed->start->loss_variance, 0.03 * 0.03);
+
+  auto predicted = remaining_problem(p, *plan, pos, std::nullopt);
+  ASSERT_TRUE(predicted.has_value()) << predicted.error().message;
+  solver::Problem unconstrained = p;
+  unconstrained.target.deadline_seconds.reset();
+  unconstrained.target.budget.reset();
+  const auto spent = solver::evaluate(unconstrained, executed_prefix(*plan, pos));
+  EXPECT_DOUBLE_EQ(predicted->start->loss_variance, spent.loss_state_variance);
+  EXPECT_NEAR(spent.loss_stddev * spent.loss_stddev - spent.loss_state_variance, 0.03 * 0.03,
+              1e-15);
+}
+
 TEST(Replan, NothingRunYetMeansAFreshPlan) {
   solver::Problem p = problem();
   auto plan = to_solver_plan(record(), p);

@@ -49,6 +49,35 @@ TEST(Evaluator, OnePhaseByHand) {
   EXPECT_TRUE(f.feasible);
 }
 
+// The loss a report shows (section 2): the trajectory's variance, which starts at s0^2 and
+// decays, plus the last variant's own transient nu^2, which carries into no later epoch.
+TEST(Evaluator, ReportedLossAddsTheLastVariantsTransientNoise) {
+  Problem p = hand_problem();
+  p.models[0].loss.initial_stddev = 0.04;
+  p.models[0].loss.validation_noise_stddev = 0.02;
+  p.models[1].loss.validation_noise_stddev = 0.05;
+  const Figures one = evaluate(p, Plan{{0}, {{0, 3, 0, 2}}});
+  // s2: 0.04^2 = 1.6e-3 -> 0.25 * 1.6e-3 + 1e-4 = 5e-4 -> 2.25e-4 -> 1.5625e-4; plus nu^2 = 4e-4.
+  EXPECT_NEAR(one.loss_state_variance, 1.5625e-4, 1e-15);
+  EXPECT_NEAR(one.loss_stddev, std::sqrt(1.5625e-4 + 4e-4), 1e-15);
+  EXPECT_NEAR(one.phases[0].loss_variance, 1.5625e-4 + 4e-4, 1e-15);
+  EXPECT_NEAR(one.probability, normal_cdf((0.5 - 0.425) / std::sqrt(5.5625e-4)), 1e-15);
+  // small's nu (0.05) is the first phase's; the plan ends on full, whose nu (0.02) it reports.
+  // small's start has no spread (its s0 is 0): s2 = 4e-4 -> 0.36 * 4e-4 + 4e-4 = 5.44e-4 after
+  // two epochs of small (rho 0.6 at E = 8000), + 0.03^2 for the jump, then an epoch of full.
+  const Figures two = evaluate(p, Plan{{0}, {{1, 2, 1, 1}, {0, 1, 0, 1}}});
+  const double after_small = 5.44e-4;
+  EXPECT_NEAR(two.phases[0].loss_variance, after_small + 0.05 * 0.05, 1e-15);
+  const double state = 0.25 * (after_small + 0.03 * 0.03) + 1e-4;
+  EXPECT_NEAR(two.loss_state_variance, state, 1e-15);
+  EXPECT_NEAR(two.loss_stddev, std::sqrt(state + 0.02 * 0.02), 1e-15);
+  // The plotted trajectory is what the reports show, epoch by epoch.
+  const auto points = loss_trajectory(p, Plan{{0}, {{1, 2, 1, 1}, {0, 1, 0, 1}}});
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_NEAR(points[2].variance, after_small + 0.05 * 0.05, 1e-15);
+  EXPECT_NEAR(points[3].variance, state + 0.02 * 0.02, 1e-15);
+}
+
 // Wrong labels (docs/depl-model.md section 2): E counts the clean samples only and the floor
 // rises by beta_v times the share of wrong labels in the selection.
 TEST(Evaluator, WrongLabelsCountNoSamplesAndRaiseTheFloor) {

@@ -15,17 +15,18 @@ namespace {
 using ::testing::HasSubstr;
 
 // K runs of `epochs` epochs drawn from the model of docs/depl-model.md section 5:
-// l = f + (l - f) r + eps, eps ~ N(0, sigma^2), starting at l0.
+// l = f + (l - f) r + eps, eps ~ N(0, sigma^2), starting at l0 + N(0, s0^2); each epoch reports
+// l + N(0, nu^2).
 std::vector<std::vector<double>> synthetic_runs(const LossProfile& p, int runs, int epochs,
                                                 unsigned seed) {
   std::mt19937_64 rng(seed);
-  std::normal_distribution<double> noise(0.0, p.noise_stddev);
+  std::normal_distribution<double> unit(0.0, 1.0);
   std::vector<std::vector<double>> out(static_cast<std::size_t>(runs));
   for (auto& run : out) {
-    double loss = p.initial_loss;
+    double loss = p.initial_loss + p.initial_stddev * unit(rng);
     for (int t = 0; t < epochs; ++t) {
-      loss = p.floor_loss + (loss - p.floor_loss) * p.decay_per_epoch + noise(rng);
-      run.push_back(loss);
+      loss = p.floor_loss + (loss - p.floor_loss) * p.decay_per_epoch + p.noise_stddev * unit(rng);
+      run.push_back(loss + p.validation_noise_stddev * unit(rng));
     }
   }
   return out;
@@ -51,8 +52,9 @@ struct FitCase {
 
 class RecoversAKnownProfile : public ::testing::TestWithParam<unsigned> {};
 
-// Tolerances: over 300 seeds the worst errors measured were 4.9% (floor), 1.0% (decay) and
-// 12% (sigma); the floor is limited by the noise of the mean curve's tail itself.
+// Tolerances: over 300 seeds the worst errors measured were 4.9% (floor) and 1.0% (decay), and
+// over 200 seeds 28% (sigma, from the runs' variances and covariances); the floor is limited by
+// the noise of the mean curve's tail itself.
 TEST_P(RecoversAKnownProfile, FloorDecayAndNoiseFromTwentyRuns) {
   const unsigned seed = GetParam();
   for (const FitCase& c :
@@ -68,7 +70,8 @@ TEST_P(RecoversAKnownProfile, FloorDecayAndNoiseFromTwentyRuns) {
                  << " r=" << got.decay_per_epoch << " sigma=" << got.noise_stddev);
     EXPECT_LT(relative_error(got.floor_loss, c.truth.floor_loss), 0.06);
     EXPECT_LT(relative_error(got.decay_per_epoch, c.truth.decay_per_epoch), 0.03);
-    EXPECT_LT(relative_error(got.noise_stddev, c.truth.noise_stddev), 0.15);
+    EXPECT_LT(relative_error(got.noise_stddev, c.truth.noise_stddev), 0.32);
+    EXPECT_LT(got.validation_noise_stddev, 0.7 * c.truth.noise_stddev);
     // l0 is the fitted curve at epoch 0 (never above the measured one).
     EXPECT_LT(relative_error(got.initial_loss, c.truth.initial_loss), 0.03);
     EXPECT_LE(got.initial_loss, c.truth.initial_loss);
@@ -77,6 +80,48 @@ TEST_P(RecoversAKnownProfile, FloorDecayAndNoiseFromTwentyRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RecoversAKnownProfile, ::testing::Values(1u, 2u, 3u, 42u, 2024u));
+
+// The three noises have different signatures across runs: the start's spread decays, sigma's
+// persists from epoch to epoch, nu's is new each epoch. Drawn with all three (40 runs, as many
+// as the PyTorch bench runs per plan), the fit tells them apart; drawn with sigma alone it puts
+// (almost) nothing in the other two. Tolerances: over seeds 1-200 the worst errors were 39% (s0),
+// 55% (sigma, the smallest of the three) and 17% (nu); with sigma alone nu stayed below 0.0047
+// and sigma's error below 22%.
+class SplitsTheNoise : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(SplitsTheNoise, StartPersistentAndTransientFromFortyRuns) {
+  LossProfile truth = profile(0.8, 0.4, 0.75, 0.01);
+  truth.validation_noise_stddev = 0.015;
+  truth.initial_stddev = 0.05;
+  const auto runs = synthetic_runs(truth, 40, 12, GetParam());
+  auto fit = fit_loss_profile(runs, 2.3);
+  ASSERT_TRUE(fit.has_value()) << fit.error().message;
+  const LossProfile& got = fit->profile;
+  SCOPED_TRACE(::testing::Message() << "s0=" << got.initial_stddev << " sigma=" << got.noise_stddev
+                                    << " nu=" << got.validation_noise_stddev);
+  EXPECT_LT(relative_error(got.initial_stddev, 0.05), 0.45);
+  EXPECT_LT(relative_error(got.noise_stddev, 0.01), 0.6);
+  EXPECT_LT(relative_error(got.validation_noise_stddev, 0.015), 0.2);
+
+  truth.validation_noise_stddev = 0;
+  truth.initial_stddev = 0;
+  auto persistent = fit_loss_profile(synthetic_runs(truth, 40, 12, GetParam()), 2.3);
+  ASSERT_TRUE(persistent.has_value());
+  EXPECT_LT(persistent->profile.validation_noise_stddev, 0.006);
+  EXPECT_LT(relative_error(persistent->profile.noise_stddev, 0.01), 0.25);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SplitsTheNoise, ::testing::Values(1u, 2u, 3u, 42u, 2024u));
+
+// One run has no spread between runs to split: its one-epoch residuals are all persistent.
+TEST(FitLossProfile, OneRunCountsItsResidualsAsPersistent) {
+  LossProfile truth = profile(1.0, 0.2, 0.8, 0.02);
+  auto fit = fit_loss_profile(synthetic_runs(truth, 1, 60, 7), 2.3);
+  ASSERT_TRUE(fit.has_value()) << fit.error().message;
+  EXPECT_GT(fit->profile.noise_stddev, 0.01);
+  EXPECT_EQ(fit->profile.validation_noise_stddev, 0);
+  EXPECT_EQ(fit->profile.initial_stddev, 0);
+}
 
 // labelNoiseFloor: runs drawn from the model on 9,400 clean samples with 6% of the labels wrong
 // (8,000 clean plus 2,000 with 30% wrong) give back the beta they were drawn with.
@@ -133,6 +178,8 @@ TEST(FitLossProfile, NoiselessCurveIsRecoveredExactly) {
   EXPECT_NEAR(fit->profile.decay_per_epoch, 0.9, 1e-6);
   EXPECT_NEAR(fit->profile.initial_loss, 3.0, 1e-6);
   EXPECT_NEAR(fit->profile.noise_stddev, 0.0, 1e-6);
+  EXPECT_NEAR(fit->profile.validation_noise_stddev, 0.0, 1e-6);
+  EXPECT_NEAR(fit->profile.initial_stddev, 0.0, 1e-6);
   EXPECT_NEAR(fit->squared_error, 0.0, 1e-9);
 }
 

@@ -191,6 +191,30 @@ TEST(Simulate, StoppingAtTheTargetReachesItAtLeastAsOftenAsTheFinalLoss) {
   EXPECT_GT(r.probability_stopping_at_target, r.probability + 0.05);
 }
 
+// The transient noise (section 5): each epoch's report is a fresh draw around the run's
+// trajectory. The last report's share at or below the target is the evaluator's probability, and
+// the operator's rule, which stops at the first report at or below it, reaches it far more often
+// than a model with the same spread all persistent would say.
+TEST(Simulate, TransientNoiseIsDrawnPerReportAndMatchesTheEvaluator) {
+  Problem p = base_problem();
+  for (ModelVariant& m : p.models) {
+    m.loss.noise_stddev = 0.002;
+    m.loss.validation_noise_stddev = 0.02;
+    m.loss.initial_stddev = 0.05;
+  }
+  const Plan plan{{0, 1}, {{1, 6, 1, 1}, {0, 6, 0, 4}}};
+  set_target_at(p, plan, 0.5);
+  const Figures f = evaluate(p, plan);
+  ASSERT_GT(f.probability, 0.5);
+  ASSERT_LT(f.probability, 0.9);
+  const int runs = 20'000;
+  const SimulationResult r = simulate(p, plan, {runs, 5, Noise::Gaussian});
+  const double se = std::sqrt(f.probability * (1 - f.probability) / runs);
+  EXPECT_NEAR(r.probability, f.probability, 4 * se);
+  EXPECT_NEAR(r.mean_final_loss, f.loss_mean, 4 * f.loss_stddev / std::sqrt(double{runs}));
+  EXPECT_GT(r.probability_stopping_at_target, r.probability + 0.1);
+}
+
 // The noise floor (section 5 draws the evaluator's update): without noise a run on a selection
 // with wrong labels ends exactly at the evaluator's mean, which the wrong labels raise.
 TEST(Simulate, WrongLabelsRaiseTheSimulatedFloorAsTheEvaluatorsDoes) {

@@ -1,7 +1,8 @@
 // depl-sim-worker: a worker that follows the operator's contract (docs/worker-contract.md) but
 // trains nothing. Each epoch it draws the loss from the profile the plan assumed
 // (DEPL_LOSS_PROFILE: l = f + (l - f) * rho + N(0, sigma^2), plus the switch jump when the phase
-// starts on another variant), sleeps --epoch-seconds, reports progress and obeys the answer.
+// starts on another variant; it reports l + N(0, nu^2)), sleeps --epoch-seconds, reports
+// progress and obeys the answer.
 // The demo and the end-to-end tests use it as a stand-in for a real trainer. Like every worker it
 // retries a report for DEPL_PROGRESS_RETRY_SECONDS (default 300) and then exits 75, which the
 // controller does not count as a failure of the phase. On SIGTERM (a pod
@@ -175,6 +176,8 @@ int main(int argc, char** argv) {
   const double floor0 = number(profile, "floorLoss", 0.0);
   const double decay = number(profile, "decayPerEpoch", 0.9);
   const double sigma = number(profile, "noiseStddev", 0.0);
+  const double nu = number(profile, "validationNoiseStddev", 0.0);
+  const double spread0 = number(profile, "initialLossStddev", 0.0);
   const double reference = number(profile, "referenceSamples", 1.0);
   const double alpha = number(profile, "dataExponent", 0.0);
   const double beta = number(profile, "labelNoiseFloor", 0.0);
@@ -192,6 +195,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path checkpoint_file =
       std::filesystem::path(env("DEPL_CHECKPOINT_DIR").value_or(".")) / "sim-checkpoint.json";
   double loss = l0;
+  if (spread0 > 0) loss += spread0 * noise(rng);
   int resumed_epoch = 0;
   double done_of_next_epoch = 0;  // seconds of the next epoch trained before a stop
   if (auto c = read_checkpoint(checkpoint_file)) {
@@ -245,11 +249,14 @@ int main(int argc, char** argv) {
     done_of_next_epoch = 0;
     loss = floor + (loss - floor) * rho + sigma * noise(rng);
     loss = std::max(loss, 0.0);
+    // The loss reported is the trajectory's plus this epoch's own transient error, which the
+    // checkpoint does not carry on.
+    const double reported = nu > 0 ? std::max(loss + nu * noise(rng), 0.0) : loss;
     if (rank == 0) write_checkpoint(checkpoint_file, {epoch, loss, model});
-    fmt::print("{}\n", json{{"epoch", epoch}, {"loss", loss}, {"variant", model}}.dump());
+    fmt::print("{}\n", json{{"epoch", epoch}, {"loss", reported}, {"variant", model}}.dump());
     std::fflush(stdout);
     if (!progress) continue;
-    auto answer = progress->post({phase, rank, epoch, loss});
+    auto answer = progress->post({phase, rank, epoch, reported});
     if (answer && !ack_file.empty()) {
       const bool stop_now = *answer == depl::worker::ProgressAction::CheckpointAndExit;
       append_line(ack_file, json{{"phase", phase},

@@ -91,6 +91,8 @@ std::string profile_to_yaml(const ProfileResult& result, std::string_view comman
     out += fmt::format("      floorLoss: {}\n", rounded(p.floor_loss));
     out += fmt::format("      decayPerEpoch: {}\n", rounded(p.decay_per_epoch));
     out += fmt::format("      noiseStddev: {}\n", rounded(p.noise_stddev));
+    out += fmt::format("      validationNoiseStddev: {}\n", rounded(p.validation_noise_stddev));
+    out += fmt::format("      initialLossStddev: {}\n", rounded(p.initial_stddev));
     out += fmt::format("      referenceSamples: {}\n", number(p.reference_samples));
     out += fmt::format("      dataExponent: {}\n", rounded(p.data_exponent));
     if (v.noisy_share > 0) {
@@ -229,10 +231,10 @@ Expected<std::string> profile_plot_svg(const ProfileResult& result, int width, i
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"2.4\"/>\n<text class=\"legend-variant\" x=\"{:.1f}\" y=\"{:.1f}\" "
         "font-weight=\"bold\">{}</text>\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" "
-        "fill=\"{}\">floor {:.3f}, r {:.3f}, σ {:.3f}</text>\n",
+        "fill=\"{}\">floor {:.3f}, r {:.3f}, σ {:.3f}, τ {:.3f}</text>\n",
         f.right + 20, legend_y, f.right + 46, legend_y, colour, f.right + 52, legend_y + 4,
         xml_escape(v.name), f.right + 52, legend_y + 19, kMuted, p.floor_loss, p.decay_per_epoch,
-        p.noise_stddev);
+        p.noise_stddev, p.validation_noise_stddev);
     legend_y += 42;
   }
   // Switches: a marker from the mean loss before to the mean loss after at the switch epoch,

@@ -27,7 +27,7 @@ struct PhaseFigures {
   double seconds = 0;                 // whole phase, expected
   double cost = 0;                    // whole phase, expected
   double loss_mean = 0;        // at the end of the phase
-  double loss_variance = 0;    // at the end of the phase
+  double loss_variance = 0;    // of the loss reported at the end of the phase (nu_v^2 included)
 };
 
 struct Figures {
@@ -36,7 +36,8 @@ struct Figures {
   double cost = 0;              // expected
   double duration_seconds = 0;  // expected
   double loss_mean = 0;
-  double loss_stddev = 0;
+  double loss_stddev = 0;  // of the loss reported after the last epoch: sqrt(s2_T + nu^2)
+  double loss_state_variance = 0;  // s2_T alone: what a re-plan from here carries on with
   double probability = 0;  // P(target by the deadline) = loss_probability * on_time_probability
   double loss_probability = 0;     // P_loss: of the final loss alone
   double on_time_probability = 1;  // P_time (1 without a deadline or without interruptions)
@@ -106,6 +107,12 @@ struct LossState {
 };
 LossState epoch_step(const ModelVariant& model, double effective_samples, double wrong_label_share,
                      LossState state);
+// The variance of the loss the workers report in a state after an epoch of a variant with this
+// profile: the state's (persistent) variance plus the report's own transient noise, nu_v^2.
+double reported_variance(const LossProfile& profile, double state_variance);
+// Where a plan starts whose first variant has this profile: its initial loss, with the spread of
+// the curve's start between seeds.
+LossState initial_loss_state(const LossProfile& profile);
 // The floor an epoch decays towards: f_v (N_ref_v / E)^alpha_v + beta_v W / N.
 double loss_floor(const LossProfile& profile, double effective_samples, double wrong_label_share);
 // Per-epoch time of `workers` workers of `model` in `pool` on `samples` (N) samples per epoch.

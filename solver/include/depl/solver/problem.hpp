@@ -41,10 +41,13 @@ struct LossProfile {
   double initial_loss = 0;       // l0_v
   double floor_loss = 0;         // f_v
   double decay_per_epoch = 0.5;  // r_v
-  double noise_stddev = 0;       // sigma_v
+  double noise_stddev = 0;       // sigma_v: the persistent noise one epoch adds
   double reference_samples = 0;  // N_ref_v, resolved at parse time (default E(all datasets))
   double data_exponent = 0;      // alpha_v
   double label_noise_floor = 0;  // beta_v: loss added to the floor per unit share of wrong labels
+  // nu_v: the transient noise of a reported loss (SGD's jitter around the trajectory, seen once)
+  double validation_noise_stddev = 0;
+  double initial_stddev = 0;  // s0_v: the spread of the curve's start between seeds
 };
 
 struct ModelVariant {
@@ -90,7 +93,8 @@ struct Pool {
 };
 
 // Where a job already is when it is re-planned mid-run: the variant and pool of the phase that
-// was running and the observed loss (variance 0 at an observed point). Epoch, switch, time and
+// was running and the observed loss (at an observed point the variance is that variant's
+// nu^2: the report's own transient noise around the loss's trajectory). Epoch, switch, time and
 // budget allowances in the Problem are then the *remaining* ones.
 //
 // `workers` is how many workers that phase runs with (0: none run now). A plan's first phase
