@@ -416,6 +416,9 @@ TEST_F(ProfileReferenceWorker, ExampleJobCarriesWhatTheCommandMeasures) {
     EXPECT_NEAR(a["floorLoss"].get<double>(), b["floorLoss"].get<double>(), 0.02);
     EXPECT_NEAR(a["decayPerEpoch"].get<double>(), b["decayPerEpoch"].get<double>(), 0.05);
     EXPECT_NEAR(a["noiseStddev"].get<double>(), b["noiseStddev"].get<double>(), 0.02);
+    EXPECT_NEAR(a["validationNoiseStddev"].get<double>(), b["validationNoiseStddev"].get<double>(),
+                0.02);
+    EXPECT_NEAR(a["initialLossStddev"].get<double>(), b["initialLossStddev"].get<double>(), 0.02);
     EXPECT_EQ(a["referenceSamples"], b["referenceSamples"]);
     EXPECT_EQ(m["parameterBytes"], (*in_example)["parameterBytes"]);
   }

@@ -92,7 +92,7 @@ def test_the_copies_drop_the_jobs_deadline_unless_asked(tmp_path):
     timed = bench.make_plan(job, pools, "depl", 0.42, 0.9, deadline, tmp_path)
     assert timed["feasible"]
     assert [p["workers"] for p in timed["phases"]] == [1, 2]
-    assert bench.describe(timed) == "half x4 -> full x3 (2 workers)"
+    assert bench.describe(timed) == "half x7 -> full x1 (2 workers)"
     for algorithm in ("depl", "full"):
         plan = bench.make_plan(job, pools, algorithm, 0.42, 0.9, None, tmp_path)
         assert plan["feasible"] == (algorithm == "depl"), algorithm
@@ -106,7 +106,7 @@ def test_the_recursion_counts_clean_samples_and_raises_the_floor_with_wrong_labe
     job = yaml.safe_load((REPO / "examples" / "pytorch" / "job.yaml").read_text())
     spec = job["spec"]
     plan = {"datasets": ["shard0", "shard1", "shard2", "shard3", "shard4"],
-            "phases": [{"model": "half", "epochs": 30, "workers": 1}]}
+            "phases": [{"model": "half", "epochs": 40, "workers": 1}]}
     profile = next(m for m in spec["models"] if m["name"] == "half")["lossProfile"]
     assert profile["labelNoiseFloor"] > 0
     floor = (profile["floorLoss"] * (8000 / 9400) ** profile["dataExponent"]
