@@ -8,8 +8,10 @@
 
 namespace depl::solver::internal {
 
+// `explain`: false when the caller only wants a feasible plan (an infeasible result then has no
+// reason and no closest plan).
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
-                       double kappa, BudgetMeter& meter);
+                       double kappa, BudgetMeter& meter, bool explain = true);
 Expected<SolveResult> solve_opt(const Problem& problem, const SolveOptions& options,
                                 BudgetMeter& meter);
 SolveResult solve_full(const Problem& problem, const SolveOptions& options, BudgetMeter& meter);

@@ -36,6 +36,18 @@ bool BudgetMeter::check_now() {
   return soft_stopped_;
 }
 
+BudgetStop BudgetMeter::past_budget() {
+  if (stop_ != BudgetStop::None) return stop_;
+  if (soft_stopped_) return BudgetStop::Time;
+  if (++calls_ % kCheckEvery != 0) return BudgetStop::None;
+  if (budget_.stop.stop_requested()) {
+    stop_ = BudgetStop::Cancelled;
+    return stop_;
+  }
+  if (deadline_ != Clock::kNever && now() >= deadline_) return BudgetStop::Time;
+  return BudgetStop::None;
+}
+
 bool BudgetMeter::set_memory(MemoryUse use, std::size_t bytes) {
   std::size_t& slot = memory_[static_cast<std::size_t>(use)];
   memory_total_ = memory_total_ - slot + bytes;

@@ -39,6 +39,11 @@ class BudgetMeter {
   }
   // The same, reading the clock now (for coarse loops whose steps are expensive).
   bool check_now();
+  // For the explanation of an infeasible result, which runs after the plan's search is done:
+  // Time once the time budget is spent (not recorded: the plan's search was complete, the
+  // explanation says itself that it was cut), Cancelled (recorded) once the solve is cancelled,
+  // or the stop already recorded; None otherwise. Reads the clock every kCheckEvery calls.
+  BudgetStop past_budget();
 
   // Records that `use` holds `bytes`. False when the total exceeds the memory budget: the
   // caller then gives up what it was growing (its search ends without a result) and the solve

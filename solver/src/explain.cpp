@@ -39,6 +39,34 @@ void set_plan(const Problem& problem, const Plan& plan, SolveResult& result) {
   result.figures = evaluate(problem, plan);
 }
 
+// Why an exploration was cut, for the reason's last sentence.
+const char* cut_text(ReachabilityCut cut) {
+  switch (cut) {
+    case ReachabilityCut::Time:
+      return "the solve's time budget ran out during it";
+    case ReachabilityCut::Cancelled:
+      return "the solve was cancelled during it";
+    case ReachabilityCut::Memory:
+      return "it reached the solve's memory budget";
+    case ReachabilityCut::Effort:
+      return "it reached its effort cap";
+    case ReachabilityCut::None:
+      break;
+  }
+  return "";
+}
+
+// The reason's explanation and, when a search behind it was cut, the fact that it is incomplete.
+void explained(ReachabilityCut cut, std::string reason, SolveResult& result) {
+  if (cut != ReachabilityCut::None) {
+    result.infeasibility.complete = false;
+    reason += fmt::format(
+        " The search behind this explanation was cut ({}): it states what was found by then.",
+        cut_text(cut));
+  }
+  result.reason = std::move(reason);
+}
+
 void explain_unreachable(const SearchContext& ctx, const SearchFindings& findings, double eta,
                          SolveResult& result) {
   const Problem& problem = *ctx.problem;
@@ -53,9 +81,13 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
     if (d != all) selections.push_back(d);
   }
   int goal_epochs = -1;
+  ReachabilityCut cut = ReachabilityCut::None;
+  int open_past = 0;  // epochs past which the guarantee might be met (0: none)
   for (const auto& d : selections) {
     const SelectionData data = make_selection_data(ctx, d);
-    const Reachability r = explore_reachability(ctx, data, coarse, false);
+    const Reachability r = explore_reachability(ctx, data, coarse, false, goal_epochs);
+    if (cut == ReachabilityCut::None) cut = r.cut;
+    if (r.open_past_limit) open_past = std::max(open_past, r.limit);
     if (r.best_plan && (result.plan.phases.empty() || r.best_probability > inf.best_probability)) {
       inf.best_probability = r.best_probability;
       set_plan(problem, *r.best_plan, result);
@@ -64,6 +96,8 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
     if (r.goal_epochs >= 0 && (goal_epochs < 0 || r.goal_epochs < goal_epochs)) {
       goal_epochs = r.goal_epochs;
     }
+    // The time or the solve is over: the next selections would be cut at once.
+    if (r.cut == ReachabilityCut::Time || r.cut == ReachabilityCut::Cancelled) break;
   }
   if (findings.best_probability_plan) {
     set_plan(problem, *findings.best_probability_plan, result);
@@ -74,36 +108,59 @@ void explain_unreachable(const SearchContext& ctx, const SearchFindings& finding
   const int horizon = problem.training.max_epochs;
   if (goal_epochs > horizon) {
     inf.binding = "horizon";
-    result.reason = fmt::format(
-        "Reaching loss {:.4g} with probability {} needs about {} epochs, more than "
-        "maxEpochs {} (the best within {} epochs is P = {}).",
-        loss, p, goal_epochs, horizon, horizon, probability_text(inf.best_probability));
+    explained(
+        cut,
+        fmt::format("Reaching loss {:.4g} with probability {} needs about {} epochs, more "
+                    "than maxEpochs {} (the best within {} epochs is P = {}).",
+                    loss, p, goal_epochs, horizon, horizon, probability_text(inf.best_probability)),
+        result);
     return;
   }
   if (goal_epochs >= 0 && goal_epochs <= horizon) {
     inf.binding = "guarantee";
-    result.reason = fmt::format(
-        "The schedule graph found no plan meeting the guarantee at eta = {}, yet one looks "
-        "reachable within {} epochs (P = {}); the grid is too coarse, use a smaller eta.",
-        eta, horizon, probability_text(inf.best_probability));
+    explained(cut,
+              fmt::format("The schedule graph found no plan meeting the guarantee at eta = {}, "
+                          "yet one looks reachable within {} epochs (P = {}); the grid is too "
+                          "coarse, use a smaller eta.",
+                          eta, horizon, probability_text(inf.best_probability)),
+              result);
     return;
   }
   bool some_unplaceable = false;
   for (bool placeable : ctx.placeable) some_unplaceable |= !placeable;
-  if (some_unplaceable) {
+  if (some_unplaceable && cut != ReachabilityCut::Time && cut != ReachabilityCut::Cancelled) {
     const SelectionData data = make_selection_data(ctx, all);
     const Reachability r = explore_reachability(ctx, data, coarse, true);
     if (r.goal_epochs >= 0) {
       inf.binding = "capacity";
-      result.reason = fmt::format(
-          "Only model variants that no pool has room for (GPUs per worker x workers) could reach "
-          "loss {:.4g} with probability {}; with the variants that fit, the best is P = "
-          "{}.",
-          loss, p, probability_text(inf.best_probability));
+      explained(cut,
+                fmt::format("Only model variants that no pool has room for (GPUs per worker x "
+                            "workers) could reach loss {:.4g} with probability {}; with the "
+                            "variants that fit, the best is P = {}.",
+                            loss, p, probability_text(inf.best_probability)),
+                result);
       return;
     }
+    if (cut == ReachabilityCut::None) cut = r.cut;
   }
   inf.binding = "guarantee";
+  if (open_past > 0) {
+    explained(cut,
+              fmt::format("No schedule reaches loss {:.4g} with probability {} within {} epochs, "
+                          "even without a deadline or budget: the best within {} epochs is P = "
+                          "{}.",
+                          loss, p, open_past, horizon, probability_text(inf.best_probability)),
+              result);
+    return;
+  }
+  if (cut != ReachabilityCut::None) {
+    explained(cut,
+              fmt::format("No schedule found reaches loss {:.4g} with probability {}: the best "
+                          "within {} epochs is P = {}.",
+                          loss, p, horizon, probability_text(inf.best_probability)),
+              result);
+    return;
+  }
   result.reason = fmt::format(
       "No schedule reaches loss {:.4g} with probability {}, even without a deadline or "
       "budget: the best within {} epochs is P = {}.",

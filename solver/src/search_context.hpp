@@ -44,6 +44,12 @@ struct SearchContext {
   bool report_memory(MemoryUse use, std::size_t bytes) const {
     return meter == nullptr || meter->set_memory(use, bytes);
   }
+  // True when `more` bytes still fit the memory budget.
+  bool fits(std::size_t more) const { return meter == nullptr || meter->fits(more); }
+  // For the explanation after the plan's search (BudgetMeter::past_budget).
+  BudgetStop past_budget() const {
+    return meter == nullptr ? BudgetStop::None : meter->past_budget();
+  }
 
   int max_switches() const { return problem->training.max_switches; }
   int horizon() const { return problem->training.max_epochs; }

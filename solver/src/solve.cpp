@@ -133,7 +133,7 @@ void exact_schedules(const SearchContext& ctx, SelectionSolver& solver, double e
 }  // namespace
 
 SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algorithm algorithm,
-                       double kappa, BudgetMeter& meter) {
+                       double kappa, BudgetMeter& meter, bool explain) {
   SolveResult result;
   result.algorithm = algorithm;
   const SearchContext ctx = make_context(problem, kappa, &meter);
@@ -189,6 +189,7 @@ SolveResult solve_depl(const Problem& problem, const SolveOptions& options, Algo
     }
   }
 
+  if (!explain) return result;
   SearchFindings findings;
   std::vector<std::pair<double, std::vector<std::size_t>>> by_cost;
   for (const auto& [d, outcome] : solver.outcomes()) {
@@ -302,8 +303,9 @@ SolveResult solve_depl_with_interruptions(const Problem& problem, const SolveOpt
     }
   }
   for (const Problem& variant : variants) {
-    SolveResult other =
-        solve_depl(variant, options, Algorithm::DepL, guarantee_kappa(variant.target), meter);
+    // Only a feasible plan of a variant is used: an infeasible one needs no explanation.
+    SolveResult other = solve_depl(variant, options, Algorithm::DepL,
+                                   guarantee_kappa(variant.target), meter, false);
     result.stats.dataset_sets += other.stats.dataset_sets;
     result.stats.placements += other.stats.placements;
     result.stats.graph_states += other.stats.graph_states;

@@ -42,6 +42,8 @@ class VertexTable {
   }
 
   std::size_t size() const { return size_; }
+  // The memory the table holds.
+  std::size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
 
  private:
   struct Slot {

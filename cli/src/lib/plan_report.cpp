@@ -129,7 +129,8 @@ json plan_to_json(const Problem& problem, const SolveResult& result,
     out["infeasibility"] = {{"binding", result.infeasibility.binding},
                             {"bestProbability", result.infeasibility.best_probability},
                             {"leastSeconds", result.infeasibility.least_seconds},
-                            {"leastCost", result.infeasibility.least_cost}};
+                            {"leastCost", result.infeasibility.least_cost},
+                            {"complete", result.infeasibility.complete}};
   }
   json stats = {
       {"datasetSets", result.stats.dataset_sets},   {"placements", result.stats.placements},

@@ -75,6 +75,10 @@ struct Infeasibility {
   double best_probability = 0;     // best P(target) reachable ignoring deadline and budget
   double least_seconds = 0;        // least time of a plan meeting the guarantee (0 if none)
   double least_cost = 0;           // least cost of a plan meeting the guarantee (0 if none)
+  // False when a search behind the explanation was cut (the solve's budget, or the search's own
+  // effort cap): the figures are what it found by then, and `reason` says so. The plan's search
+  // itself was complete unless SolveResult::stopped says otherwise.
+  bool complete = true;
 };
 
 struct SolveStats {
