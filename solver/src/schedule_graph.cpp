@@ -128,13 +128,8 @@ bool ScheduleSearch::dominated(const Label& l) const {
     }
     return false;
   }
-  for (int s = 0; s <= l.switches; ++s) {
-    for (const FrontierEntry& e : frontier_[layer_of(l, s)]) {
-      if (e.mean_cell <= mean_cell && e.variance_cell <= l.variance_cell && e.weight <= weight &&
-          (!options_.fewer_epochs_reexpand || e.epochs <= l.epochs)) {
-        return true;
-      }
-    }
+  for (int s = l.switches; s >= 0; --s) {
+    if (frontier_[layer_of(l, s)].covers(mean_cell, l.variance_cell, l.epochs, weight)) return true;
   }
   return false;
 }
@@ -157,12 +152,7 @@ void ScheduleSearch::settle(const Label& l) {
     }
     return;
   }
-  auto& layer = frontier_[layer_of(l, l.switches)];
-  std::erase_if(layer, [&](const FrontierEntry& e) {
-    return l.mean_cell <= e.mean_cell && l.variance_cell <= e.variance_cell &&
-           l.weight <= e.weight && (!options_.fewer_epochs_reexpand || l.epochs <= e.epochs);
-  });
-  layer.push_back({l.mean_cell, l.variance_cell, l.epochs, l.weight});
+  frontier_[layer_of(l, l.switches)].insert(l.mean_cell, l.variance_cell, l.epochs, l.weight);
 }
 
 void ScheduleSearch::push(Label label) {
@@ -376,7 +366,7 @@ std::optional<Plan> ScheduleSearch::next_goal() {
 std::size_t ScheduleSearch::memory_bytes(std::size_t labels) const {
   const std::size_t index = scratch_.index_bytes + index_.capacity() * sizeof(DominanceIndex);
   std::size_t frontier = 0;
-  for (const auto& layer : frontier_) frontier += layer.capacity() * sizeof(FrontierEntry);
+  for (const auto& layer : frontier_) frontier += layer.memory_bytes();
   return labels * (sizeof(Label) + sizeof(QueueEntry)) + index + frontier +
          cost_to_go_.memory_bytes() +
          candidate_cache_.capacity() * (sizeof(std::vector<std::uint16_t>) + 8);

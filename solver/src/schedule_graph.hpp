@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cost_to_go.hpp"
+#include "dominance_frontier.hpp"
 #include "dominance_index.hpp"
 #include "search_context.hpp"
 
@@ -88,13 +89,6 @@ class ScheduleSearch {
     bool phase_start = false;
     bool stalled = false;  // an epoch that left the mean in its parent's cell
   };
-  // A settled label as the dominance test sees it.
-  struct FrontierEntry {
-    std::int32_t mean_cell = 0;
-    std::int32_t variance_cell = 0;
-    std::int32_t epochs = 0;
-    double weight = 0;
-  };
   struct QueueEntry {
     double priority = 0;
     double seconds = 0;
@@ -138,7 +132,7 @@ class ScheduleSearch {
   // horizon-exact mode, no more epochs): monotone updates mean it can do everything the other can,
   // at no more weight.
   // In the horizon-exact mode (four criteria) the layers are scanned; otherwise indexed.
-  std::vector<std::vector<FrontierEntry>> frontier_;
+  std::vector<DominanceFrontier> frontier_;
   std::vector<DominanceIndex>& index_;  // in scratch_
   std::int32_t mean_cells_ = 1;
   Scratch& scratch_;
