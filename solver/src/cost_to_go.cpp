@@ -58,8 +58,95 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
     }
   }
 
+  // s*: the least stationary variance. An epoch of variant v leaves rho_v^2 s + sigma_v^2 >=
+  // min(s, s*), so a variance at least c <= s* stays at least c.
+  stationary_ = kInf;
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (!placeable_[v]) continue;
+    const double keep = dynamics_[v].rho * dynamics_[v].rho;
+    if (keep < 1) stationary_ = std::min(stationary_, dynamics_[v].noise_variance / (1 - keep));
+  }
+  horizon_ = std::max(ctx.horizon(), 0);
+  upper_ = kappa_ > 0 && std::isfinite(stationary_) && stationary_ > 0;
+
+  std::vector<Level>& levels = memory_.levels;
+  if (same_transitions()) {
+    reuse_ = same_weights() ? Reuse::Everything : Reuse::Transitions;
+  } else {
+    levels.resize(2);
+    levels[0].variance = 0;
+    // A hair below the level keeps rounding in the bound's favour.
+    levels[1].variance = kUpperLevel * stationary_ * (1 - 1e-9);
+    for (Level& level : levels) level.last_built = false;
+    build_transitions();
+    build_last(levels[0]);
+    build_epochs();
+  }
+  if (reuse_ != Reuse::Everything) {
+    for (Level& level : levels) level.built = false;
+  }
+  remember_inputs();
+  if (!levels[0].built) build(levels[0]);
+}
+
+bool CostToGo::same_transitions() const {
+  const Memory& m = memory_;
+  if (!m.built || m.low != low_ || m.step != step_ || m.cells != cells_ ||
+      m.switch_levels != switch_levels_ || m.horizon != horizon_ ||
+      m.target_loss != target_loss_ || m.kappa != kappa_ || m.placeable != placeable_ ||
+      m.dynamics.size() != dynamics_.size() || m.edges.size() != edges_.size()) {
+    return false;
+  }
+  for (std::size_t v = 0; v < dynamics_.size(); ++v) {
+    const VariantDynamics& a = m.dynamics[v];
+    const VariantDynamics& b = dynamics_[v];
+    if (a.rho != b.rho || a.rho_below != b.rho_below || a.floor != b.floor ||
+        a.noise_variance != b.noise_variance || a.validation_variance != b.validation_variance) {
+      return false;
+    }
+  }
+  for (std::size_t v = 0; v < edges_.size(); ++v) {
+    if (m.edges[v].size() != edges_[v].size()) return false;
+    for (std::size_t k = 0; k < edges_[v].size(); ++k) {
+      if (m.edges[v][k].to != edges_[v][k].to || m.edges[v][k].jump != edges_[v][k].jump) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool CostToGo::same_weights() const {
+  const Memory& m = memory_;
+  if (m.epoch_min != epoch_min_) return false;
+  for (std::size_t v = 0; v < edges_.size(); ++v) {
+    for (std::size_t k = 0; k < edges_[v].size(); ++k) {
+      if (m.edges[v][k].fixed != edges_[v][k].fixed) return false;
+    }
+  }
+  return true;
+}
+
+void CostToGo::remember_inputs() {
+  Memory& m = memory_;
+  m.built = true;
+  m.low = low_;
+  m.step = step_;
+  m.cells = cells_;
+  m.switch_levels = switch_levels_;
+  m.horizon = horizon_;
+  m.target_loss = target_loss_;
+  m.kappa = kappa_;
+  m.placeable = placeable_;
+  m.dynamics = dynamics_;
+  m.edges = edges_;
+  m.epoch_min = epoch_min_;
+}
+
+void CostToGo::build_transitions() {
   // Where an epoch and a switch lead from each cell: the same on every switch level and at every
   // variance level, so computed once.
+  const std::size_t nv = variants_;
   const std::size_t row = static_cast<std::size_t>(cells_ + 1);
   std::vector<int>& stay_ = memory_.stay;
   std::vector<std::vector<int>>& after_ = memory_.after;
@@ -94,41 +181,17 @@ CostToGo::CostToGo(const SearchContext& ctx, const SelectionData& data, const We
       }
     }
   }
-
-  // s*: the least stationary variance. An epoch of variant v leaves rho_v^2 s + sigma_v^2 >=
-  // min(s, s*), so a variance at least c <= s* stays at least c.
-  stationary_ = kInf;
-  for (std::size_t v = 0; v < nv; ++v) {
-    if (!placeable_[v]) continue;
-    const double keep = dynamics_[v].rho * dynamics_[v].rho;
-    if (keep < 1) stationary_ = std::min(stationary_, dynamics_[v].noise_variance / (1 - keep));
-  }
-  horizon_ = std::max(ctx.horizon(), 0);
-
-  std::vector<Level>& levels = memory_.levels;
-  levels.resize(2);
-  levels[0].variance = 0;
-  levels[0].built = false;
-  // A hair below the level keeps rounding in the bound's favour.
-  levels[1].variance = kUpperLevel * stationary_ * (1 - 1e-9);
-  levels[1].built = false;
-  upper_ = kappa_ > 0 && std::isfinite(stationary_) && stationary_ > 0;
-  build(levels[0], true);
 }
 
-void CostToGo::build(Level& level, bool with_epochs) const {
-  const std::size_t nv = variants_;
-  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
-  level.built = true;
-  const std::vector<int>& stay_ = memory_.stay;
-  const std::vector<std::vector<int>>& after_ = memory_.after;
-  level.weight.assign(nv * static_cast<std::size_t>(switch_levels_) * row, kInf);
-  level.epochs.assign(with_epochs ? level.weight.size() : 0, kNever);
+void CostToGo::build_last(Level& level) const {
   // The last phase exactly: from a state of variant v at a cell's lowest mean, with a variance
   // of at least b = max(c, sigma_v^2), the fewest further epochs of v after which
   // mean + kappa * sqrt(variance + nu_v^2) <= L* (the variance moves towards v's stationary value as
   // well). Fewer epochs never suffice from a higher mean, so one sweep over the cells.
-  std::vector<int>& last = memory_.last;
+  const std::size_t nv = variants_;
+  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
+  level.last_built = true;
+  std::vector<int>& last = level.last;
   last.assign(nv * row, kNever);
   std::vector<double> decay(static_cast<std::size_t>(horizon_) + 1);
   std::vector<double> decay_below(decay.size());
@@ -157,15 +220,78 @@ void CostToGo::build(Level& level, bool with_epochs) const {
       last[v * row + static_cast<std::size_t>(i)] = static_cast<int>(t);
     }
   }
-  // Two bounds per state: with a switch still to come (`later`: epochs of v, then a switch; the
-  // state forgets its variance there, so staying never leads to the last phase's test), and
-  // overall (the last phase now, or a switch later).
+}
+
+void CostToGo::build(Level& level) const {
+  if (!level.last_built) build_last(level);
+  build_weights(level);
+}
+
+// The tables are filled switch level by switch level from the top; within one, a variant's
+// cells from the bottom (an epoch only leads to a lower cell, a switch to the level above). Two
+// bounds per state: with a switch still to come (`later`: epochs of v, then a switch; the state
+// forgets its variance there, so staying never leads to the last phase's test), and overall (the
+// last phase now, or a switch later).
+void CostToGo::build_weights(Level& level) const {
+  const std::size_t nv = variants_;
+  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
+  level.built = true;
+  const std::vector<int>& stay_ = memory_.stay;
+  const std::vector<std::vector<int>>& after_ = memory_.after;
+  level.weight.assign(nv * static_cast<std::size_t>(switch_levels_) * row, kInf);
   std::vector<double>& later = memory_.later;
-  std::vector<int>& later_epochs = memory_.later_epochs;
   later.assign(level.weight.size(), kInf);
-  later_epochs.assign(level.epochs.size(), kNever);
-  // Switch level by level from the top; within one, a variant's cells from the bottom (an epoch
-  // only leads to a lower cell, a switch to the level above).
+  std::vector<double>& by_switch = memory_.by_switch;
+  by_switch.resize(row);
+  for (int s = switch_levels_ - 1; s >= 0; --s) {
+    const bool can_switch = s + 1 < switch_levels_;
+    for (std::size_t v = 0; v < nv; ++v) {
+      if (!placeable_[v]) continue;
+      const std::size_t base = slot(v, s, 0);
+      const int* stay_row = stay_.data() + v * row;
+      const int* last_row = level.last.data() + v * row;
+      double* weight = level.weight.data() + base;
+      double* later_weight = later.data() + base;
+      const double epoch = epoch_min_[v];
+      const std::vector<SwitchEdge>& edges = edges_[v];
+      // The best switch from each cell, edge by edge: the cells do not depend on each other.
+      double* switched = by_switch.data();
+      std::fill(switched, switched + row, kInf);
+      if (can_switch) {
+        for (std::size_t k = 0; k < edges.size(); ++k) {
+          const int* after_row = after_[v].data() + k * row;
+          const double* rest = level.weight.data() + slot(edges[k].to, s + 1, 0);
+          const double fixed = edges[k].fixed;
+          for (std::size_t i = 0; i < row; ++i) {
+            const int j = after_row[i];
+            switched[i] = std::min(switched[i], fixed + (j < 0 ? 0.0 : rest[j]));
+          }
+        }
+      }
+      for (std::size_t i = 0; i < row; ++i) {
+        const int to = stay_row[i];
+        double best = kInf;
+        if (to != kStays) best = epoch + (to < 0 ? 0.0 : later_weight[to]);
+        best = std::min(best, switched[i]);
+        later_weight[i] = best;
+        const int end = last_row[i];
+        weight[i] = std::min(best, end < kNever ? end * epoch : kInf);
+      }
+    }
+  }
+}
+
+// The same with one per epoch, at c = 0.
+void CostToGo::build_epochs() const {
+  const std::size_t nv = variants_;
+  const std::size_t row = static_cast<std::size_t>(cells_ + 1);
+  const std::vector<int>& stay_ = memory_.stay;
+  const std::vector<std::vector<int>>& after_ = memory_.after;
+  const std::vector<int>& last = memory_.levels[0].last;
+  std::vector<int>& table = memory_.epochs;
+  table.assign(nv * static_cast<std::size_t>(switch_levels_) * row, kNever);
+  std::vector<int>& later_epochs = memory_.later_epochs;
+  later_epochs.assign(table.size(), kNever);
   for (int s = switch_levels_ - 1; s >= 0; --s) {
     const bool can_switch = s + 1 < switch_levels_;
     for (std::size_t v = 0; v < nv; ++v) {
@@ -173,28 +299,8 @@ void CostToGo::build(Level& level, bool with_epochs) const {
       const std::size_t base = slot(v, s, 0);
       const int* stay_row = stay_.data() + v * row;
       const int* last_row = last.data() + v * row;
-      double* weight = level.weight.data() + base;
-      double* later_weight = later.data() + base;
-      const double epoch = epoch_min_[v];
       const std::vector<SwitchEdge>& edges = edges_[v];
-      for (int i = 0; i <= cells_; ++i) {
-        const int to = stay_row[i];
-        double best = kInf;
-        if (to != kStays) best = epoch + (to < 0 ? 0.0 : later_weight[to]);
-        if (can_switch) {
-          for (std::size_t k = 0; k < edges.size(); ++k) {
-            const int j = after_[v][k * row + static_cast<std::size_t>(i)];
-            const double rest = j < 0 ? 0.0 : level.weight[slot(edges[k].to, s + 1, j)];
-            best = std::min(best, edges[k].fixed + rest);
-          }
-        }
-        later_weight[i] = best;
-        const int end = last_row[i];
-        weight[i] = std::min(best, end < kNever ? end * epoch : kInf);
-      }
-      if (!with_epochs) continue;
-      // The same with one per epoch.
-      int* epochs = level.epochs.data() + base;
+      int* epochs = table.data() + base;
       int* later_count = later_epochs.data() + base;
       for (int i = 0; i <= cells_; ++i) {
         const int to = stay_row[i];
@@ -203,7 +309,7 @@ void CostToGo::build(Level& level, bool with_epochs) const {
         if (can_switch) {
           for (std::size_t k = 0; k < edges.size(); ++k) {
             const int j = after_[v][k * row + static_cast<std::size_t>(i)];
-            const int more = j < 0 ? 0 : level.epochs[slot(edges[k].to, s + 1, j)];
+            const int more = j < 0 ? 0 : table[slot(edges[k].to, s + 1, j)];
             fewest = std::min(fewest, std::min(kNever, more + 1));
           }
         }
@@ -228,7 +334,7 @@ double CostToGo::bound(std::size_t model, int switches, double mean, double vari
   const std::size_t at = slot(model, switches, i);
   if (upper_ && std::min(variance, stationary_) >= memory_.levels[1].variance) {
     Level& level = memory_.levels[1];
-    if (!level.built) build(level, false);
+    if (!level.built) build(level);
     // A stricter goal never needs less; the max only guards against rounding.
     return std::max(level.weight[at], memory_.levels[0].weight[at]);
   }
@@ -239,10 +345,10 @@ CostToGo::Need CostToGo::need(std::size_t model, int switches, double mean, doub
   const int i = cell_below(mean);
   if (i < 0) return {0.0, 0};
   const std::size_t at = slot(model, switches, i);
-  const int epochs = memory_.levels[0].epochs[at];
+  const int epochs = memory_.epochs[at];
   if (upper_ && std::min(variance, stationary_) >= memory_.levels[1].variance) {
     Level& level = memory_.levels[1];
-    if (!level.built) build(level, false);
+    if (!level.built) build(level);
     return {std::max(level.weight[at], memory_.levels[0].weight[at]), epochs};
   }
   return {memory_.levels[0].weight[at], epochs};
@@ -251,17 +357,17 @@ CostToGo::Need CostToGo::need(std::size_t model, int switches, double mean, doub
 int CostToGo::epochs(std::size_t model, int switches, double mean) const {
   const int i = cell_below(mean);
   if (i < 0) return 0;
-  return memory_.levels[0].epochs[slot(model, switches, i)];
+  return memory_.epochs[slot(model, switches, i)];
 }
 
 std::size_t CostToGo::memory_bytes() const {
   const Memory& m = memory_;
   std::size_t bytes =
-      (m.stay.capacity() + m.last.capacity() + m.later_epochs.capacity()) * sizeof(int) +
-      m.later.capacity() * sizeof(double);
+      (m.stay.capacity() + m.epochs.capacity() + m.later_epochs.capacity()) * sizeof(int) +
+      (m.later.capacity() + m.by_switch.capacity()) * sizeof(double);
   for (const auto& a : m.after) bytes += a.capacity() * sizeof(int);
   for (const Level& l : m.levels) {
-    bytes += l.weight.capacity() * sizeof(double) + l.epochs.capacity() * sizeof(int);
+    bytes += l.weight.capacity() * sizeof(double) + l.last.capacity() * sizeof(int);
   }
   return bytes;
 }

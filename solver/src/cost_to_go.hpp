@@ -16,6 +16,12 @@
 //
 // Two tables: c = 0 (every state; weights and epochs), and c = 0.95 s* (weights only, built the
 // first time a state's variance is known to be that high: most states a search settles are).
+//
+// Only the weight tables depend on the weights: where an epoch or a switch leads from each cell,
+// the last phase's epochs and the epochs table are functions of the dynamics and the grid. A
+// Memory keeps what its last CostToGo was built from, and the next one on the same inputs reuses
+// those parts (a deadline's Lagrangian weights on one selection), or every table when the
+// weights are the same too (the two passes of one search).
 #pragma once
 
 #include <vector>
@@ -64,15 +70,22 @@ class CostToGo {
   // True once the second table (c = 0.95 s*) was needed; for tests.
   bool upper_built() const;
 
+  // What the constructor found in the Memory, for tests: the tables that do not depend on the
+  // weights (transitions, last phases, epochs), and the weight tables as well.
+  enum class Reuse { None, Transitions, Everything };
+  Reuse reuse() const { return reuse_; }
+
   // Bytes held by the tables (in the Memory, which later bounds reuse).
   std::size_t memory_bytes() const;
 
  private:
   struct Level {
     double variance = 0;  // c
-    bool built = false;
+    bool built = false;   // the weight table, for the Memory's weights
     std::vector<double> weight;
-    std::vector<int> epochs;  // empty unless built with epochs
+    bool last_built = false;  // `last`, for the Memory's transitions
+    // The last phase's epochs per variant and cell (kNever: not within H).
+    std::vector<int> last;
   };
   struct SwitchEdge {
     std::size_t to = 0;
@@ -80,7 +93,17 @@ class CostToGo {
     double fixed = 0;  // fixed part of the switch plus the next variant's first epoch
   };
 
-  void build(Level& level, bool with_epochs) const;
+  // True when the Memory's tables were built from this object's inputs: all but the weights
+  // (same_transitions), and the weights too (same_weights).
+  bool same_transitions() const;
+  bool same_weights() const;
+  void remember_inputs();
+  void build_transitions();
+  void build_last(Level& level) const;
+  void build_epochs() const;
+  void build_weights(Level& level) const;
+  // build_weights(level) after what it needs.
+  void build(Level& level) const;
   int cell_below(double mean) const;
   std::size_t slot(std::size_t model, int switches, int cell) const {
     return (model * static_cast<std::size_t>(switch_levels_) + static_cast<std::size_t>(switches)) *
@@ -102,6 +125,7 @@ class CostToGo {
   int horizon_ = 0;
   double stationary_ = 0;  // s*
   bool upper_ = false;     // the second table applies (kappa > 0, s* finite and positive)
+  Reuse reuse_ = Reuse::None;
   Memory& memory_;
 
  public:
@@ -111,12 +135,23 @@ class CostToGo {
     // Where an epoch (kStays: it does not lower the mean) and each switch lead from each cell.
     std::vector<int> stay;
     std::vector<std::vector<int>> after;
-    // build()'s scratch: the last phase's epochs per variant and cell, and the bounds with a
-    // switch still to come.
-    std::vector<int> last;
+    // The epochs table (c = 0 only; it does not depend on the weights).
+    std::vector<int> epochs;
+    // The builds' scratch: the bounds with a switch still to come, and the best continuation by
+    // a switch per cell.
     std::vector<double> later;
     std::vector<int> later_epochs;
+    std::vector<double> by_switch;
     std::vector<Level> levels;  // [0]: c = 0; [1]: c = 0.95 s*
+
+    // What the tables were built from (`built` false: nothing yet).
+    bool built = false;
+    double low = 0, step = 0, target_loss = 0, kappa = 0;
+    int cells = 0, switch_levels = 0, horizon = 0;
+    std::vector<VariantDynamics> dynamics;
+    std::vector<bool> placeable;
+    std::vector<std::vector<SwitchEdge>> edges;
+    std::vector<double> epoch_min;
   };
 };
 

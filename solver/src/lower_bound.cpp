@@ -1015,11 +1015,13 @@ class Certifier {
     double lambda = hint_.value_or(0);
     if (!(lambda > 0)) lambda = std::max(r.bound / std::max(r.goal_seconds, 1.0), 1e-12);
     double lo = 0, hi = kInf;
+    const LossGrid grid = make_grid(ctx_, data, eta_);
     for (int i = 0; i < kLambdaSteps; ++i) {
       options.weights = Weights{1, lambda};
       options.cutoff = target_ + lambda * T;
-      Heuristic heuristic(ctx_, data, options.weights, eta_, options.cells);
-      const BoundSearchResult l = search(data, options, *heuristic.table);
+      CostToGo heuristic(ctx_, data, options.weights, grid.mean_base, grid.mean_top, options.cells,
+                         weighted_tables_);
+      const BoundSearchResult l = search(data, options, heuristic);
       consider(cls, l);
       const double value = l.bound - lambda * T;
       if (value > out.bound) {
@@ -1044,8 +1046,9 @@ class Certifier {
     constrained.deadline = T;
     constrained.max_nodes = kConstrainedNodes;
     constrained.later_staging = true;
-    Heuristic seconds(ctx_, data, Weights{0, 1}, eta_, constrained.cells);
-    constrained.time_heuristic = seconds.table.get();
+    CostToGo seconds(ctx_, data, Weights{0, 1}, grid.mean_base, grid.mean_top, constrained.cells,
+                     weighted_tables_);
+    constrained.time_heuristic = &seconds;
     const BoundSearchResult c = search(data, constrained, *out.heuristic.heuristic->table);
     consider(cls, c);
     if (c.bound > out.bound) {
@@ -1106,6 +1109,9 @@ class Certifier {
   std::size_t work_ = 0;
   std::optional<Plan> found_;
   double found_cost_ = kInf;
+  // The tables of the Lagrangian weights' and the time's heuristics: those of one class share
+  // everything but the weight tables (CostToGo::Memory).
+  CostToGo::Memory weighted_tables_;
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // H), the weight bound is at most the least cost still needed to meet the guarantee and the
 // epochs bound at most the fewest epochs still needed, so a first phase the search rejects (more
 // than H epochs in all) has no plan at all. Plus: the variance-aware table is used and tighter,
-// and a selection whose every first phase is rejected settles nothing.
+// tables reused from a Memory are those a fresh one gives, and a selection whose every first phase
+// is rejected settles nothing.
 #include "../../solver/src/cost_to_go.hpp"
 
 #include <gtest/gtest.h>
@@ -186,6 +187,53 @@ TEST(CostToGo, VarianceMakesTheBoundTighter) {
   }
   EXPECT_TRUE(bound.upper_built());
   EXPECT_GT(stricter, 0);
+}
+
+TEST(CostToGo, ReusedTablesAreTheFreshOnes) {
+  // One Memory through a sequence of weights and selections: each CostToGo answers exactly as
+  // one built in a Memory of its own, and reuses what its inputs allow.
+  const Problem p = testing::large_instance(3, 8, 4, 6, 120);
+  const SearchContext ctx = make_context(p, guarantee_kappa(p.target));
+  std::vector<std::size_t> all(p.datasets.size()), some{0, 2, 5};
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const SelectionData whole = make_selection_data(ctx, all);
+  const SelectionData part = make_selection_data(ctx, some);
+  struct Step {
+    const SelectionData* data;
+    Weights weights;
+    CostToGo::Reuse reuse;
+  };
+  const std::vector<Step> steps{
+      {&whole, {1, 0}, CostToGo::Reuse::None},
+      {&whole, {1, 0}, CostToGo::Reuse::Everything},
+      {&whole, {1, 0.5}, CostToGo::Reuse::Transitions},
+      {&whole, {0, 1}, CostToGo::Reuse::Transitions},
+      {&whole, {0, 1}, CostToGo::Reuse::Everything},
+      {&part, {0, 1}, CostToGo::Reuse::None},
+      {&whole, {1, 0.5}, CostToGo::Reuse::None},
+  };
+  CostToGo::Memory shared;
+  int compared = 0;
+  for (const Step& step : steps) {
+    const LossGrid grid = make_grid(ctx, *step.data, 0.002);
+    CostToGo reused(ctx, *step.data, step.weights, grid.mean_base, grid.mean_top, 512, shared);
+    EXPECT_EQ(reused.reuse(), step.reuse);
+    CostToGo::Memory own;
+    CostToGo fresh(ctx, *step.data, step.weights, grid.mean_base, grid.mean_top, 512, own);
+    for (std::size_t v = 0; v < p.models.size(); ++v) {
+      for (int s = 0; s <= ctx.max_switches(); ++s) {
+        for (double mean = grid.mean_base; mean <= grid.mean_top; mean += 0.003) {
+          for (double variance : {0.0, 1e-4, 1e-2, 1.0}) {
+            // Bitwise: the same tables, not merely close ones.
+            EXPECT_EQ(reused.bound(v, s, mean, variance), fresh.bound(v, s, mean, variance));
+            ++compared;
+          }
+          EXPECT_EQ(reused.epochs(v, s, mean), fresh.epochs(v, s, mean));
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
 }
 
 TEST(ScheduleSearch, SelectionBeyondTheHorizonSettlesNothing) {
