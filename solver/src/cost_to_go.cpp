@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace depl::solver::internal {
 namespace {
@@ -238,9 +239,17 @@ void CostToGo::build_weights(Level& level) const {
   level.built = true;
   const std::vector<int>& stay_ = memory_.stay;
   const std::vector<std::vector<int>>& after_ = memory_.after;
-  level.weight.assign(nv * static_cast<std::size_t>(switch_levels_) * row, kInf);
   std::vector<double>& later = memory_.later;
-  later.assign(level.weight.size(), kInf);
+  // Every cell of a variant with a placement is written below; the others stay infinite.
+  level.weight.resize(nv * static_cast<std::size_t>(switch_levels_) * row);
+  later.resize(level.weight.size());
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (placeable_[v]) continue;
+    for (int s = 0; s < switch_levels_; ++s) {
+      std::fill_n(level.weight.begin() + static_cast<std::ptrdiff_t>(slot(v, s, 0)), row, kInf);
+      std::fill_n(later.begin() + static_cast<std::ptrdiff_t>(slot(v, s, 0)), row, kInf);
+    }
+  }
   std::vector<double>& by_switch = memory_.by_switch;
   by_switch.resize(row);
   for (int s = switch_levels_ - 1; s >= 0; --s) {
@@ -254,28 +263,49 @@ void CostToGo::build_weights(Level& level) const {
       double* later_weight = later.data() + base;
       const double epoch = epoch_min_[v];
       const std::vector<SwitchEdge>& edges = edges_[v];
-      // The best switch from each cell, edge by edge: the cells do not depend on each other.
+      // The best switch from each cell, two edges at a time: the cells do not depend on each
+      // other, and min() is exact in any order.
       double* switched = by_switch.data();
-      std::fill(switched, switched + row, kInf);
-      if (can_switch) {
-        for (std::size_t k = 0; k < edges.size(); ++k) {
-          const int* after_row = after_[v].data() + k * row;
-          const double* rest = level.weight.data() + slot(edges[k].to, s + 1, 0);
-          const double fixed = edges[k].fixed;
-          for (std::size_t i = 0; i < row; ++i) {
-            const int j = after_row[i];
-            switched[i] = std::min(switched[i], fixed + (j < 0 ? 0.0 : rest[j]));
-          }
+      const std::size_t switches = can_switch ? edges.size() : 0;
+      auto landing = [&](std::size_t k) {
+        return [after_row = after_[v].data() + k * row,
+                rest = level.weight.data() + slot(edges[k].to, s + 1, 0),
+                fixed = edges[k].fixed](std::size_t i) {
+          const int j = after_row[i];
+          return fixed + (j < 0 ? 0.0 : rest[j]);
+        };
+      };
+      std::size_t k = 0;
+      if (switches % 2 == 1) {
+        const auto a = landing(0);
+        for (std::size_t i = 0; i < row; ++i) switched[i] = a(i);
+        k = 1;
+      } else if (switches > 0) {
+        const auto a = landing(0), b = landing(1);
+        for (std::size_t i = 0; i < row; ++i) switched[i] = std::min(a(i), b(i));
+        k = 2;
+      }
+      for (; k < switches; k += 2) {
+        const auto a = landing(k), b = landing(k + 1);
+        for (std::size_t i = 0; i < row; ++i) {
+          switched[i] = std::min(switched[i], std::min(a(i), b(i)));
         }
       }
-      for (std::size_t i = 0; i < row; ++i) {
-        const int to = stay_row[i];
-        double best = kInf;
-        if (to != kStays) best = epoch + (to < 0 ? 0.0 : later_weight[to]);
-        best = std::min(best, switched[i]);
-        later_weight[i] = best;
-        const int end = last_row[i];
-        weight[i] = std::min(best, end < kNever ? end * epoch : kInf);
+      auto fill = [&](auto with_switch) {
+        for (std::size_t i = 0; i < row; ++i) {
+          const int to = stay_row[i];
+          double best = kInf;
+          if (to != kStays) best = epoch + (to < 0 ? 0.0 : later_weight[to]);
+          if constexpr (decltype(with_switch)::value) best = std::min(best, switched[i]);
+          later_weight[i] = best;
+          const int end = last_row[i];
+          weight[i] = std::min(best, end < kNever ? end * epoch : kInf);
+        }
+      };
+      if (switches > 0) {
+        fill(std::true_type{});
+      } else {
+        fill(std::false_type{});
       }
     }
   }
