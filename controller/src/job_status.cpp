@@ -271,10 +271,11 @@ JobStatus decode_status(const json& status) {
   if (json_member(status, "capacityWait").is_object()) {
     out.capacity_wait = capacity_wait_from_json(status);
   }
-  for (const auto& [key, value] : status.items()) {
+  for (const auto& item : status.items()) {
+    const std::string& key = item.key();
     if (std::find_if(std::begin(kKnownKeys), std::end(kKnownKeys),
                      [&](const char* known) { return key == known; }) == std::end(kKnownKeys)) {
-      out.unknown[key] = value;
+      out.unknown[key] = item.value();
     }
   }
   return out;
