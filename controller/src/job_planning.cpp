@@ -11,6 +11,7 @@
 #include "depl/controller/interruption_rate.hpp"
 #include "depl/controller/queue_admission.hpp"
 #include "depl/controller/stoppable_solve.hpp"
+#include "depl/solver/evaluator.hpp"
 #include "depl/solver/parse.hpp"
 
 namespace depl::controller {
@@ -201,11 +202,12 @@ bool plan_afresh(DecisionState& state, const std::optional<PlanRecord>& old) {
     const Position pos = position_of(*old, progress);
     const PhaseRecord& at = old->phases[pos.phase];
     const int running = state.full.model_index(at.model);
-    const double nu =
-        running < 0
-            ? 0.0
-            : state.full.models[static_cast<std::size_t>(running)].loss.validation_noise_stddev;
-    problem.start = solver::StartState{at.model, "", progress.loss.value_or(0), nu * nu};
+    const double loss = progress.loss.value_or(0);
+    const solver::LossState from =
+        running < 0 ? solver::LossState{loss, 0.0}
+                    : solver::observed_loss_state(
+                          state.full.models[static_cast<std::size_t>(running)].loss, loss);
+    problem.start = solver::StartState{at.model, "", from.mean, from.variance};
     problem.training.max_epochs -= progress.epoch;
     if (problem.training.max_epochs < 1) {
       end_job(state, false, "TargetMissed", "the epoch horizon is used up");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "depl/solver/evaluator.hpp"
+
 namespace depl::controller {
 
 Position position_of(const PlanRecord& plan, const ProgressRecord& progress) {
@@ -61,12 +63,13 @@ Expected<solver::Problem> remaining_problem(const solver::Problem& full, const s
     if (prefix.phases[i].model != prefix.phases[i - 1].model) ++switches;
   }
   const solver::Phase& last = prefix.phases.back();
-  // An observed loss is the loss's trajectory up to the report's own transient noise (nu of
-  // the variant that reported it); without one the plan's prediction carries on.
-  const double nu = full.models.at(last.model).loss.validation_noise_stddev;
+  // An observed loss is where the trajectory stands (up to the report's own transient noise);
+  // without one the plan's prediction carries on.
+  const solver::LossState from =
+      observed_loss ? solver::observed_loss_state(full.models.at(last.model).loss, *observed_loss)
+                    : solver::LossState{spent.loss_mean, spent.loss_state_variance};
   rest.start = solver::StartState{full.models.at(last.model).name, full.pools.at(last.pool).name,
-                                  observed_loss.value_or(spent.loss_mean),
-                                  observed_loss ? nu * nu : spent.loss_state_variance,
+                                  from.mean, from.variance,
                                   pods_running && position.done_in_phase > 0 ? last.workers : 0};
   rest.training.max_epochs -= position.epoch;
   rest.training.max_switches = std::max(0, rest.training.max_switches - switches);

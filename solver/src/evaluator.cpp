@@ -192,6 +192,10 @@ LossState initial_loss_state(const LossProfile& lp) {
   return {lp.initial_loss, lp.initial_stddev * lp.initial_stddev};
 }
 
+LossState observed_loss_state(const LossProfile& lp, double loss) {
+  return {loss, reported_variance(lp, 0.0)};
+}
+
 double epoch_seconds(const Problem& problem, const ModelVariant& model, const Pool& pool,
                      int workers, double samples) {
   const double n = workers;

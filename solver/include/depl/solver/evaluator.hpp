@@ -113,6 +113,10 @@ double reported_variance(const LossProfile& profile, double state_variance);
 // Where a plan starts whose first variant has this profile: its initial loss, with the spread of
 // the curve's start between seeds.
 LossState initial_loss_state(const LossProfile& profile);
+// Where the loss's trajectory stands after a variant with this profile reported `loss`: at the
+// reported value, up to that report's own transient noise (nu_v^2), which is all the spread a
+// plan that continues from it starts with.
+LossState observed_loss_state(const LossProfile& profile, double loss);
 // The floor an epoch decays towards: f_v (N_ref_v / E)^alpha_v + beta_v W / N.
 double loss_floor(const LossProfile& profile, double effective_samples, double wrong_label_share);
 // Per-epoch time of `workers` workers of `model` in `pool` on `samples` (N) samples per epoch.
