@@ -2,8 +2,9 @@
 """The dependability bench on the PyTorch CNN (docs/benchmarks.md, "Dependability of the PyTorch
 job"): does a plan reach its target as often as it promises when the training is real?
 
-    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 40   # full size
-    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.44 --seeds 4    # smaller
+    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.60 --seeds 40 \
+        --hopeless-seeds 4 --parallel 2 --curves curves.json                      # full size
+    /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42,0.60 --seeds 4    # smaller
     /usr/bin/python3 bench/pytorch_dependability.py --targets 0.42 --probabilities 0.9 \
         --algorithms depl --deadline job --seeds 4     # the job's deadline: two ranks for `full`
 
