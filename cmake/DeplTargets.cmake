@@ -84,6 +84,9 @@ function(depl_add_test name)
   target_compile_definitions(${name} PRIVATE DEPL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                              DEPL_BINARY_DIR="${PROJECT_BINARY_DIR}")
   depl_warnings(${name})
+  # The test code itself compiles at DEPL_TEST_OPTIMIZATION in Release builds; the code under
+  # test is the libraries', at the build's own level.
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:${DEPL_TEST_OPTIMIZATION}>)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
 endfunction()
